@@ -1,0 +1,125 @@
+"""Milliseconds per training step and parameter count for every registered model.
+
+Two sizes: the budget config's model sizes (``configs/kr1-rbf-budget.yaml``; a model takes
+the options it has) and the TE F.1 defaults (``build_model(name)`` with no overrides).
+Batch 16, 32 context + 128 target points, 1D, AdamW. Writes ``results/perf/train_step.md``
+and ``.json``.
+
+    python benchmarks/train_step.py [--steps 20] [--out results/perf]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from pathlib import Path
+
+import torch
+
+import tnpx
+from tnpx.config import load_config
+from tnpx.models.base import REGISTRY, hyper_names
+from tnpx.report import command_line, git_commit, hardware
+
+BATCH, N_CTX, N_TGT = 16, 32, 128
+
+
+def make_batch(generator: torch.Generator) -> tnpx.Batch:
+    x = torch.rand(BATCH, N_CTX + N_TGT, 1, generator=generator) * 4 - 2
+    y = torch.sin(3 * x) + 0.1 * torch.randn(x.shape, generator=generator)
+    return tnpx.Batch(x[:, :N_CTX], y[:, :N_CTX], x[:, N_CTX:], y[:, N_CTX:])
+
+
+def time_steps(model: tnpx.NeuralProcess, steps: int, warmup: int = 3) -> float:
+    """Median wall time (ms) of a full step: forward, loss, backward, optimiser update."""
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    batch = make_batch(torch.Generator().manual_seed(0))
+    times = []
+    for i in range(warmup + steps):
+        start = time.perf_counter()
+        loss = -model.log_likelihood(batch).mean()
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        if i >= warmup:
+            times.append((time.perf_counter() - start) * 1e3)
+    return statistics.median(times)
+
+
+def time_forward(model: tnpx.NeuralProcess, steps: int) -> float:
+    batch = make_batch(torch.Generator().manual_seed(0))
+    times = []
+    with torch.no_grad():
+        for _ in range(steps):
+            start = time.perf_counter()
+            model.predict_batch(batch)
+            times.append((time.perf_counter() - start) * 1e3)
+    return statistics.median(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--budget-config", default="configs/kr1-rbf-budget.yaml")
+    parser.add_argument("--out", default="results/perf")
+    args = parser.parse_args()
+
+    budget = load_config(args.budget_config).model_options()
+    rows = []
+    for name in tnpx.list_models():
+        for size, options in (("budget", budget), ("TE F.1 default", {})):
+            taken = {k: v for k, v in options.items() if k in hyper_names(REGISTRY[name])}
+            torch.manual_seed(0)
+            model = tnpx.build_model(name, 1, 1, **taken)
+            n_params = sum(p.numel() for p in model.parameters() if p.requires_grad)
+            if n_params:
+                ms, kind = time_steps(model, args.steps), "train step"
+            else:
+                ms, kind = time_forward(model, args.steps), "forward only (nothing to train)"
+            rows.append(
+                {
+                    "model": name,
+                    "size": size,
+                    "params": n_params,
+                    "ms": round(ms, 2),
+                    "kind": kind,
+                    "options": taken,
+                }
+            )
+            print(f"{name:12s} {size:15s} {n_params:>9,d} params  {ms:8.2f} ms  {kind}")
+
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "train_step.json").write_text(json.dumps(rows, indent=2))
+    table = [
+        "| model | size | parameters | ms per step (median) | what is timed |",
+        "| --- | --- | ---: | ---: | --- |",
+    ]
+    table += [
+        f"| {r['model']} | {r['size']} | {r['params']:,} | {r['ms']:.2f} | {r['kind']} |"
+        for r in rows
+    ]
+    (out / "train_step.md").write_text(f"""# Training-step time and size of every model
+
+**What**: wall time of one training step (forward, loss, backward, AdamW update), median of
+{args.steps} steps after 3 warm-up steps; batch {BATCH}, {N_CTX} context + {N_TGT} target
+points, dim_x = dim_y = 1. Lower is better. Sizes: "budget" = the model options of
+`{args.budget_config}` that each model takes ({budget}); "TE F.1 default" = the library
+defaults (D_z 128, 5 layers, 8 heads of 16).
+
+**Command**: `{command_line()}`, commit `{git_commit()}`.
+
+**Protocol or budget**: a micro-benchmark, not a PROTOCOLS.md experiment.
+
+**Hardware**: {hardware()}. Timings on shared 2-core machines move 10–50 % between
+machines; compare rows within one run only.
+
+{chr(10).join(table)}
+""")
+    print(f"wrote {out / 'train_step.md'}")
+
+
+if __name__ == "__main__":
+    main()

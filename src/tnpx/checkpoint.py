@@ -1,0 +1,114 @@
+"""Model checkpoints: the config needed to rebuild a model plus its state dict.
+
+A checkpoint is a plain dict of tensors, numbers and strings, read back with
+``torch.load(..., weights_only=True)``: loading never unpickles code.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import torch
+
+from .models.base import REGISTRY, NeuralProcess, build_model
+
+FORMAT = "tnpx-checkpoint"
+FORMAT_VERSION = 1
+
+
+class CheckpointError(ValueError):
+    """A file is not a readable tnpx checkpoint."""
+
+
+def model_record(model: NeuralProcess) -> dict:
+    """The dict :func:`save` writes: format tag, version, model config, state dict."""
+    from . import __version__
+
+    ref = next(model.parameters(), None)
+    dtype = str(ref.dtype).removeprefix("torch.") if ref is not None else "float32"
+    return {
+        "dtype": dtype,
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "tnpx_version": __version__,
+        "model": model.config,
+        "state_dict": {k: v.detach().cpu() for k, v in model.state_dict().items()},
+    }
+
+
+def atomic_save(obj: dict, path: str | os.PathLike) -> None:
+    """``torch.save`` to a temporary file in the same folder, then rename over ``path``, so a
+    crash mid-write never leaves a truncated checkpoint."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            torch.save(obj, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def save(model: NeuralProcess, path: str | os.PathLike, **extra) -> None:
+    """Save ``model`` (config + weights) to ``path``; ``extra`` entries are stored beside them."""
+    atomic_save({**model_record(model), **extra}, path)
+
+
+def read_checkpoint(path: str | os.PathLike) -> dict:
+    """Load and check a checkpoint dict; raise :class:`CheckpointError` with the reason."""
+    path = Path(path)
+    if not path.is_file():
+        raise CheckpointError(f"{path}: no such checkpoint file")
+    try:
+        record = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as err:  # truncated, not a torch file, or contains pickled code
+        raise CheckpointError(
+            f"{path}: not a readable tnpx checkpoint ({type(err).__name__}: "
+            f"{str(err).splitlines()[0] if str(err) else 'unreadable'})"
+        ) from err
+    if not isinstance(record, dict) or record.get("format") != FORMAT:
+        raise CheckpointError(f"{path}: not a tnpx checkpoint (no '{FORMAT}' format tag)")
+    version = record.get("format_version")
+    if not isinstance(version, int) or version > FORMAT_VERSION:
+        raise CheckpointError(
+            f"{path}: checkpoint format version {version!r} is newer than this tnpx "
+            f"understands ({FORMAT_VERSION}); upgrade tnpx"
+        )
+    model = record.get("model")
+    if not isinstance(model, dict):
+        raise CheckpointError(f"{path}: checkpoint has no model config")
+    name = model.get("name")
+    if name not in REGISTRY:
+        raise CheckpointError(
+            f"{path}: unknown model name {name!r}; this tnpx has {', '.join(sorted(REGISTRY))}"
+        )
+    return record
+
+
+def load(path: str | os.PathLike, map_location: str | torch.device = "cpu") -> NeuralProcess:
+    """Rebuild a model saved by :func:`save` (or a training checkpoint) and load its weights.
+
+    Raises:
+        CheckpointError: the file is missing, truncated, not a tnpx checkpoint, from a newer
+            format, or names a model this version does not have.
+    """
+    record = read_checkpoint(path)
+    cfg = record["model"]
+    try:
+        model = build_model(cfg["name"], cfg["dim_x"], cfg["dim_y"], **cfg.get("hyper", {}))
+        dtype = getattr(torch, record.get("dtype", "float32"))
+        if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+            raise ValueError(f"unknown dtype {record.get('dtype')!r}")
+        model = model.to(dtype)
+        model.load_state_dict(record["state_dict"])
+    except (ValueError, RuntimeError, KeyError, TypeError, AttributeError) as err:
+        raise CheckpointError(
+            f"{path}: checkpoint does not match model {cfg['name']!r}: {err}"
+        ) from err
+    return model.to(map_location).eval()

@@ -1,0 +1,191 @@
+"""The ``tnpx`` command line: ``tnpx {train,eval,plot,models,demo} --help``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from omegaconf import OmegaConf
+
+
+def _train(args) -> int:
+    from .config import load_config
+    from .train import fit
+
+    cfg = load_config(args.config, args.overrides)
+    result = fit(cfg, resume=args.resume)
+    if result.stopped_early:
+        print(f"checkpoint: {result.out_dir / 'checkpoints' / 'last.pt'}")
+    else:
+        print(f"trained {result.steps_done} steps; model: {result.out_dir / 'model.pt'}")
+    return 0
+
+
+def _experiment_for(checkpoint: str, config: str | None):
+    from .config import load_config
+    from .train import experiment_of
+
+    cfg = load_config(config) if config else experiment_of(checkpoint)
+    if cfg is None:
+        raise ValueError(
+            f"{checkpoint} records no experiment; pass --config to say which data to use"
+        )
+    return cfg
+
+
+def _data_overrides(items: list[str]) -> dict:
+    for item in items:
+        if "=" not in item:
+            raise ValueError(f"--data {item!r} is not of the form key=value")
+    return OmegaConf.to_container(OmegaConf.from_dotlist(items)) if items else {}
+
+
+def _eval(args) -> int:
+    from . import load
+    from .evaluate import build_test_sampler, evaluate, format_table
+
+    model = load(args.checkpoint)
+    cfg = _experiment_for(args.checkpoint, args.config)
+    if args.n_batches:
+        cfg.eval.n_batches = args.n_batches
+    sampler = build_test_sampler(cfg, **_data_overrides(args.data))
+    metrics = evaluate(model, sampler, cfg.eval.n_batches, oracle=not args.no_oracle, progress=True)
+    print(format_table([metrics]))
+    out = Path(args.out) if args.out else Path(args.checkpoint).with_suffix(".eval.json")
+    out.write_text(
+        json.dumps(
+            {
+                "checkpoint": str(args.checkpoint),
+                "data": args.data,
+                "n_batches": cfg.eval.n_batches,
+                **metrics.as_dict(),
+            },
+            indent=2,
+        )
+    )
+    print(f"wrote {out}")
+    return 0
+
+
+def _plot(args) -> int:
+    from . import load
+    from .evaluate import build_test_sampler
+    from .plot import plot_1d_tasks
+
+    model = load(args.checkpoint)
+    cfg = _experiment_for(args.checkpoint, args.config)
+    sampler = build_test_sampler(cfg, **_data_overrides(args.data))
+    out = Path(args.out) if args.out else Path(args.checkpoint).with_suffix(".png")
+    plot_1d_tasks({model.name: model}, sampler, out, n_tasks=args.n_tasks)
+    print(f"wrote {out}")
+    return 0
+
+
+def models_table(markdown: bool = True) -> str:
+    """The registered models with their equivariances (the README's model list)."""
+    from .models import REGISTRY
+
+    rows = [
+        "| model | what it is | translation equivariant | rotation equivariant |",
+        "| --- | --- | --- | --- |",
+    ]
+    for name in sorted(REGISTRY):
+        cls = REGISTRY[name]
+        doc = cls.summary
+        yes = lambda b: "yes" if b else "no"  # noqa: E731
+        rows.append(
+            f"| `{name}` | {doc} | {yes(cls.translation_equivariant)} | "
+            f"{yes(cls.rotation_equivariant)} |"
+        )
+    if markdown:
+        return "\n".join(rows)
+    return "\n".join(f"{n:12s} {REGISTRY[n].summary}" for n in sorted(REGISTRY))
+
+
+def _models(args) -> int:
+    print(models_table(markdown=args.markdown))
+    return 0
+
+
+def _demo(args) -> int:
+    from .demo import run_demo
+
+    run_demo(args.config, args.out, args.runs, args.overrides)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="tnpx", description="Transformer neural processes.")
+    parser.add_argument("--version", action="version", version=f"tnpx {_version()}")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser(
+        "train",
+        help="train a model from a YAML config",
+        description="Train from CONFIG with section.key=value overrides, e.g. "
+        "`tnpx train configs/kr1-rbf-budget.yaml model.dim_model=64 train.steps=2000`.",
+    )
+    p.add_argument("config", help="YAML experiment config (configs/*.yaml)")
+    p.add_argument("overrides", nargs="*", help="section.key=value overrides")
+    p.add_argument("--resume", action="store_true", help="continue from the run's last checkpoint")
+    p.set_defaults(func=_train)
+
+    p = sub.add_parser(
+        "eval",
+        help="score a checkpoint on its experiment's test set",
+        description="LL per target ± s.e. over test tasks, the GP oracle on the "
+        "same tasks, the gap, and 95%% coverage; prints a table and writes JSON.",
+    )
+    p.add_argument("checkpoint")
+    p.add_argument("--config", help="experiment config (default: the one in the checkpoint)")
+    p.add_argument("--data", nargs="*", default=[], help="test-data overrides, e.g. shift=0.4")
+    p.add_argument("--n-batches", type=int, help="number of test batches")
+    p.add_argument("--no-oracle", action="store_true", help="skip the GP oracle")
+    p.add_argument("--out", help="JSON output (default: CHECKPOINT.eval.json)")
+    p.set_defaults(func=_eval)
+
+    p = sub.add_parser("plot", help="plot a checkpoint's predictions on 1D test tasks")
+    p.add_argument("checkpoint")
+    p.add_argument("--config", help="experiment config (default: the one in the checkpoint)")
+    p.add_argument("--data", nargs="*", default=[], help="test-data overrides, e.g. shift=0.4")
+    p.add_argument("--n-tasks", type=int, default=4)
+    p.add_argument("--out", help="PNG output (default: CHECKPOINT.png)")
+    p.set_defaults(func=_plot)
+
+    p = sub.add_parser("models", help="list the registered models")
+    p.add_argument("--markdown", action="store_true", help="as a markdown table")
+    p.set_defaults(func=_models)
+
+    p = sub.add_parser(
+        "demo",
+        help="train tnp and cnp, evaluate against the GP oracle, plot",
+        description="What `make demo` runs; writes results/demo/.",
+    )
+    p.add_argument("--config", default="configs/kr1-rbf-budget.yaml")
+    p.add_argument("--out", default="results/demo")
+    p.add_argument("--runs", default="runs/demo", help="where the training runs go")
+    p.add_argument("overrides", nargs="*", help="section.key=value overrides for both models")
+    p.set_defaults(func=_demo)
+    return parser
+
+
+def _version() -> str:
+    from . import __version__
+
+    return __version__
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except (ValueError, FileNotFoundError, RuntimeError) as err:
+        # Expected failures (bad config, bad checkpoint, diverged run) get one clear line.
+        print(f"tnpx {args.command}: error: {err}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

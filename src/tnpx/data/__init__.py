@@ -1,0 +1,51 @@
+"""Task samplers. ``build_sampler(name, batch_size, seed, **options)`` builds one by name."""
+
+from __future__ import annotations
+
+from dataclasses import fields
+
+from .base import SPLITS, TaskSampler, batch_at, task_generator
+from .gp import GPConfig, GPSampler
+from .sawtooth import SawtoothConfig, SawtoothSampler
+
+SAMPLERS = {"gp": (GPSampler, GPConfig), "sawtooth": (SawtoothSampler, SawtoothConfig)}
+
+
+def sampler_options(name: str) -> list[str]:
+    """The option names the sampler ``name`` accepts."""
+    return [f.name for f in fields(_lookup(name)[1])]
+
+
+def build_sampler(name: str, batch_size: int = 16, seed: int = 0, **options) -> TaskSampler:
+    """Build the sampler ``name`` (``gp`` or ``sawtooth``) with config ``options``."""
+    cls, config_cls = _lookup(name)
+    valid = sampler_options(name)
+    unknown = sorted(set(options) - set(valid))
+    if unknown:
+        raise ValueError(
+            f"unknown option(s) {unknown} for data sampler {name!r}; valid: {', '.join(valid)}"
+        )
+    return cls(config_cls(**options), batch_size=batch_size, seed=seed)
+
+
+def _lookup(name: str):
+    if name not in SAMPLERS:
+        raise ValueError(f"unknown data sampler {name!r}; choose from {', '.join(SAMPLERS)}")
+    return SAMPLERS[name]
+
+
+__all__ = [
+    "SAMPLERS",
+    "SPLITS",
+    "Batch",
+    "GPConfig",
+    "GPSampler",
+    "SawtoothConfig",
+    "SawtoothSampler",
+    "TaskSampler",
+    "batch_at",
+    "build_sampler",
+    "sampler_options",
+    "task_generator",
+]
+from ..batch import Batch  # noqa: E402  (re-export for convenience)

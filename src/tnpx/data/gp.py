@@ -1,0 +1,195 @@
+"""Gaussian-process task samplers: KR-1 / KR-3 layouts and the TE-1 layout (PROTOCOLS.md).
+
+Functions are sampled exactly in float64 (Cholesky with jitter), batched over tasks, and
+returned in float32. Each batch carries the hyper-parameters that generated it in
+``Batch.info`` so the ``gp-oracle`` model can compute the exact posterior.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import torch
+
+from ..batch import Batch
+from ..kernels import KERNELS, canonical_kernel, kernel_matrix_mixed
+from .base import randint, uniform
+
+JITTER = 1e-6
+
+
+@dataclass
+class GPConfig:
+    """Prior over functions and the point layout of a GP task.
+
+    ``layout="kr"``: per batch, ``n_random`` uniform locations in ``domain`` plus a uniform grid
+    of ``n_grid`` points per axis, shared by the batch's tasks; the first ``n_ctx`` random
+    locations are context, all locations are targets (KR-1, KR-3).
+    ``layout="uniform"``: context inputs ``U(ctx_range) + shift``, ``n_tgt`` target inputs
+    ``U(tgt_range) + shift`` drawn independently per task (TE-1).
+    ``n_ctx`` is drawn once per batch from ``{min_ctx, ..., max_ctx}``.
+    """
+
+    kernels: list[str] = field(default_factory=lambda: ["rbf"])
+    dim_x: int = 1
+    lengthscale_prior: str = "beta"  # beta(a, b) | loguniform on [a, b] | fixed (= a)
+    lengthscale_a: float = 3.0
+    lengthscale_b: float = 7.0
+    period_prior: str = "uniform"  # uniform on [period_min, period_max] | lengthscale
+    period_min: float = 0.5
+    period_max: float = 2.0
+    variance: float = 1.0
+    noise_ctx: float = 0.1
+    noise_tgt: float = 0.0  # 0 = targets are the noiseless function (KR protocol)
+    layout: str = "kr"
+    domain: list[float] = field(default_factory=lambda: [-2.0, 2.0])
+    n_random: int = 50
+    n_grid: int = 100
+    ctx_range: list[float] = field(default_factory=lambda: [-2.0, 2.0])
+    tgt_range: list[float] = field(default_factory=lambda: [-3.0, 3.0])
+    n_tgt: int = 128
+    min_ctx: int = 3
+    max_ctx: int = 49
+    shift: float = 0.0
+
+
+class GPSampler:
+    """Samples batches of GP regression tasks. See :class:`GPConfig` for the options.
+
+    Example:
+        >>> from tnpx.data import GPSampler, GPConfig, batch_at
+        >>> sampler = GPSampler(GPConfig(kernels=["rbf"]), batch_size=4, seed=0)
+        >>> batch = batch_at(sampler, step=0)
+        >>> batch.xt.shape
+        torch.Size([4, 150, 1])
+    """
+
+    dim_y = 1
+
+    def __init__(self, config: GPConfig | None = None, batch_size: int = 16, seed: int = 0):
+        self.config = config = config or GPConfig()
+        self.kernel_ids = torch.tensor([KERNELS.index(canonical_kernel(k)) for k in config.kernels])
+        if config.layout not in ("kr", "uniform"):
+            raise ValueError(f"layout must be 'kr' or 'uniform', got {config.layout!r}")
+        if config.lengthscale_prior not in ("beta", "loguniform", "fixed"):
+            raise ValueError(
+                f"unknown lengthscale_prior {config.lengthscale_prior!r}; "
+                "choose from beta, loguniform, fixed"
+            )
+        if config.period_prior not in ("uniform", "lengthscale"):
+            raise ValueError(
+                f"unknown period_prior {config.period_prior!r}; choose from uniform, lengthscale"
+            )
+        if not 0 <= config.min_ctx <= config.max_ctx:
+            raise ValueError(
+                f"need 0 <= min_ctx <= max_ctx, got {config.min_ctx}, {config.max_ctx}"
+            )
+        if config.layout == "kr" and config.max_ctx > config.n_random:
+            raise ValueError(f"max_ctx={config.max_ctx} exceeds n_random={config.n_random}")
+        self.dim_x = config.dim_x
+        self.batch_size = batch_size
+        self.seed = seed
+
+    # -- hyper-parameters -------------------------------------------------------------
+    def _hyperparameters(self, g: torch.Generator, b: int) -> dict[str, torch.Tensor]:
+        c = self.config
+        pick = torch.randint(len(self.kernel_ids), (b,), generator=g)
+        if c.lengthscale_prior == "beta":
+            # Beta(a, b) = Ga / (Ga + Gb); torch's Beta takes no generator.
+            ga = _gamma(g, c.lengthscale_a, b)
+            gb = _gamma(g, c.lengthscale_b, b)
+            lengthscale = ga / (ga + gb)
+        elif c.lengthscale_prior == "loguniform":
+            lengthscale = uniform(
+                g, (b,), math.log(c.lengthscale_a), math.log(c.lengthscale_b)
+            ).exp()
+        else:
+            lengthscale = torch.full((b,), float(c.lengthscale_a), dtype=torch.float64)
+        kernel = self.kernel_ids[pick]
+        if c.period_prior == "uniform":
+            period = uniform(g, (b,), c.period_min, c.period_max)
+        else:  # TE-1: the period is the sampled lengthscale, and the periodic kernel's ℓ is 1
+            period = lengthscale.clone()
+            periodic = kernel == KERNELS.index("periodic")
+            lengthscale = torch.where(periodic, torch.ones_like(lengthscale), lengthscale)
+        return {
+            "kernel": kernel,
+            "lengthscale": lengthscale,
+            "period": period,
+            "variance": torch.full((b,), float(c.variance), dtype=torch.float64),
+            "noise_ctx": torch.full((b,), float(c.noise_ctx), dtype=torch.float64),
+            "noise_tgt": torch.full((b,), float(c.noise_tgt), dtype=torch.float64),
+        }
+
+    # -- point layouts ----------------------------------------------------------------
+    def _layout(self, g: torch.Generator, b: int, n_ctx: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """Context and target inputs, float64: ``[b, n_ctx, dim_x]``, ``[b, n_tgt, dim_x]``."""
+        c, d = self.config, self.dim_x
+        if c.layout == "kr":
+            lo, hi = c.domain
+            rand = uniform(g, (c.n_random, d), lo, hi)
+            axis = torch.linspace(lo, hi, c.n_grid, dtype=torch.float64)
+            grid = torch.cartesian_prod(*([axis] * d)).reshape(-1, d)
+            x_all = torch.cat([rand, grid]) + c.shift
+            x_all = x_all.expand(b, -1, -1)
+            return x_all[:, :n_ctx], x_all
+        xc = uniform(g, (b, n_ctx, d), c.ctx_range[0], c.ctx_range[1]) + c.shift
+        xt = uniform(g, (b, c.n_tgt, d), c.tgt_range[0], c.tgt_range[1]) + c.shift
+        return xc, xt
+
+    def sample(self, generator: torch.Generator, batch_size: int | None = None) -> Batch:
+        """One batch of tasks drawn with ``generator`` only.
+
+        In the ``kr`` layout the context locations are a subset of the targets, so the
+        function is drawn once at the targets and the context values are read off them.
+        """
+        g, b, c = generator, batch_size or self.batch_size, self.config
+        n_ctx = randint(g, c.min_ctx, c.max_ctx)
+        hyper = self._hyperparameters(g, b)
+        xc, xt = self._layout(g, b, n_ctx)
+        params = {k: hyper[k] for k in ("lengthscale", "period", "variance")}
+        if c.layout == "kr":
+            f_all = _sample_gp(g, hyper["kernel"], xt, params)
+            f_c, f_t = f_all[:, :n_ctx], f_all
+        else:
+            f_all = _sample_gp(g, hyper["kernel"], torch.cat([xc, xt], 1), params)
+            f_c, f_t = f_all[:, :n_ctx], f_all[:, n_ctx:]
+        yc = f_c + c.noise_ctx * torch.randn(f_c.shape, generator=g, dtype=torch.float64)
+        yt = f_t + c.noise_tgt * torch.randn(f_t.shape, generator=g, dtype=torch.float64)
+        f32 = torch.float32
+        return Batch(xc.to(f32), yc.to(f32), xt.to(f32), yt.to(f32), info=hyper)
+
+
+def _sample_gp(
+    g: torch.Generator, kernel: torch.Tensor, x: torch.Tensor, params: dict[str, torch.Tensor]
+) -> torch.Tensor:
+    """Exact joint samples ``f(x)`` ``[b, n, 1]`` from zero-mean GPs, in float64."""
+    k = kernel_matrix_mixed(kernel, x, x, **params)
+    eye = torch.eye(x.shape[1], dtype=x.dtype)
+    chol = torch.linalg.cholesky(k + JITTER * eye)
+    z = torch.randn(x.shape[0], x.shape[1], 1, generator=g, dtype=x.dtype)
+    return chol @ z
+
+
+def _gamma(g: torch.Generator, shape: float, n: int) -> torch.Tensor:
+    """Gamma(shape, 1) samples drawn with ``g`` (Marsaglia–Tsang), float64 ``[n]``.
+
+    ``torch.distributions`` cannot take a generator, so this keeps sampling reproducible."""
+    boost = shape < 1
+    a = shape + 1.0 if boost else shape
+    d = a - 1.0 / 3.0
+    c = 1.0 / math.sqrt(9.0 * d)
+    out = torch.empty(n, dtype=torch.float64)
+    todo = torch.arange(n)
+    while todo.numel():
+        m = todo.numel()
+        x = torch.randn(m, generator=g, dtype=torch.float64)
+        u = torch.rand(m, generator=g, dtype=torch.float64)
+        v = (1 + c * x).pow(3)
+        ok = (v > 0) & (u.log() < 0.5 * x.pow(2) + d - d * v + d * v.clamp_min(1e-300).log())
+        out[todo[ok]] = (d * v)[ok]
+        todo = todo[~ok]
+    if boost:
+        out = out * torch.rand(n, generator=g, dtype=torch.float64).pow(1.0 / shape)
+    return out

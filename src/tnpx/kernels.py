@@ -1,0 +1,87 @@
+"""Stationary covariance functions shared by the GP samplers and the GP oracle.
+
+Every function is batched over tasks: inputs ``x1 [batch, n, dim_x]``, ``x2 [batch, m, dim_x]``
+and per-task hyper-parameters ``[batch]``; the result is ``[batch, n, m]``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+KERNELS = ("rbf", "matern12", "matern32", "matern52", "periodic")
+ALIASES = {"se": "rbf", "eq": "rbf"}
+
+
+def canonical_kernel(name: str) -> str:
+    """Map a kernel name or alias (``se``, ``eq``) to its canonical name; reject unknown ones."""
+    key = ALIASES.get(name.lower(), name.lower())
+    if key not in KERNELS:
+        raise ValueError(f"unknown kernel {name!r}; choose from {', '.join(KERNELS)}")
+    return key
+
+
+def _scaled_distance(x1: torch.Tensor, x2: torch.Tensor, lengthscale: torch.Tensor) -> torch.Tensor:
+    """Euclidean distance between lengthscale-scaled inputs: ``[batch, n, m]``."""
+    ls = lengthscale.view(-1, 1, 1)
+    diff = (x1[:, :, None, :] - x2[:, None, :, :]) / ls[..., None]
+    return diff.pow(2).sum(-1).clamp_min(0).sqrt()
+
+
+def kernel_matrix(
+    name: str,
+    x1: torch.Tensor,
+    x2: torch.Tensor,
+    lengthscale: torch.Tensor,
+    period: torch.Tensor | None = None,
+    variance: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """Covariance ``k(x1, x2)`` of kernel ``name``.
+
+    Args:
+        name: one of ``KERNELS`` (or an alias).
+        x1: ``[batch, n, dim_x]``; x2: ``[batch, m, dim_x]``.
+        lengthscale: ``[batch]`` isotropic lengthscale.
+        period: ``[batch]``, periodic kernel only:
+            ``k = exp(-2 sum_d sin^2(pi |x_d - x'_d| / p) / l^2)``.
+        variance: ``[batch]`` output scale (default 1).
+
+    Returns:
+        ``[batch, n, m]``.
+    """
+    name = canonical_kernel(name)
+    if name == "periodic":
+        if period is None:
+            raise ValueError("the periodic kernel needs `period`")
+        diff = (x1[:, :, None, :] - x2[:, None, :, :]).abs()
+        s = torch.sin(math.pi * diff / period.view(-1, 1, 1, 1)).pow(2).sum(-1)
+        k = torch.exp(-2.0 * s / lengthscale.view(-1, 1, 1).pow(2))
+    else:
+        r = _scaled_distance(x1, x2, lengthscale)
+        if name == "rbf":
+            k = torch.exp(-0.5 * r.pow(2))
+        elif name == "matern12":
+            k = torch.exp(-r)
+        elif name == "matern32":
+            s = math.sqrt(3.0) * r
+            k = (1.0 + s) * torch.exp(-s)
+        else:  # matern52
+            s = math.sqrt(5.0) * r
+            k = (1.0 + s + s.pow(2) / 3.0) * torch.exp(-s)
+    if variance is not None:
+        k = k * variance.view(-1, 1, 1)
+    return k
+
+
+def kernel_matrix_mixed(
+    kernel_ids: torch.Tensor, x1: torch.Tensor, x2: torch.Tensor, **params: torch.Tensor
+) -> torch.Tensor:
+    """Like :func:`kernel_matrix` but each task picks its kernel: ``kernel_ids [batch]``
+    indexes ``KERNELS``. Hyper-parameter tensors are ``[batch]``."""
+    out = x1.new_zeros(x1.shape[0], x1.shape[1], x2.shape[1])
+    for kid in kernel_ids.unique().tolist():
+        rows = kernel_ids == kid
+        sub = {k: (v[rows] if v is not None else None) for k, v in params.items()}
+        out[rows] = kernel_matrix(KERNELS[kid], x1[rows], x2[rows], **sub)
+    return out

@@ -1,0 +1,135 @@
+"""The ``NeuralProcess`` base class and the model registry.
+
+A model subclass declares a hyper-parameter dataclass ``Hyper`` and implements
+``_predict(xc, yc, xt, mask_c) -> Normal``; the base class validates inputs, records the config
+needed to rebuild the model, and provides the per-task log-likelihood used everywhere.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+from typing import ClassVar
+
+import torch
+from torch import nn
+from torch.distributions import Distribution
+
+from ..batch import Batch
+from ..validation import validate_inputs
+
+REGISTRY: dict[str, type[NeuralProcess]] = {}
+
+
+def register(name: str):
+    """Class decorator: register a model under ``name`` (lower case, hyphenated)."""
+
+    def wrap(cls):
+        if name in REGISTRY:
+            raise ValueError(f"model name {name!r} registered twice")
+        cls.name = name
+        REGISTRY[name] = cls
+        return cls
+
+    return wrap
+
+
+@dataclass
+class HeadHyper:
+    """Likelihood options shared by every model with a Gaussian head."""
+
+    likelihood: str = "heteroscedastic"  # heteroscedastic | homoscedastic
+    min_std: float = 1e-3
+    scale_transform: str = "softplus"  # softplus (TE) | exp (TNP-KR)
+
+
+class NeuralProcess(nn.Module):
+    """Maps ``(xc, yc, xt)`` to a predictive distribution over ``yt``.
+
+    Call as ``model(xc, yc, xt, mask_c=None)`` with ``xc [batch, n_ctx, dim_x]``,
+    ``yc [batch, n_ctx, dim_y]``, ``xt [batch, n_tgt, dim_x]``, ``mask_c [batch, n_ctx]`` (bool,
+    True = observed). Returns a ``torch.distributions.Distribution`` whose ``mean``/``stddev``
+    are ``[batch, n_tgt, dim_y]``.
+    """
+
+    name: ClassVar[str] = "base"
+    summary: ClassVar[str] = ""  # one line for `tnpx models`
+    Hyper: ClassVar[type] = HeadHyper
+    translation_equivariant: ClassVar[bool] = False
+    rotation_equivariant: ClassVar[bool] = False
+
+    def __init__(self, dim_x: int, dim_y: int, hyper):
+        super().__init__()
+        if dim_x < 1 or dim_y < 1:
+            raise ValueError(f"dim_x and dim_y must be >= 1, got {dim_x}, {dim_y}")
+        self.dim_x, self.dim_y, self.hyper = dim_x, dim_y, hyper
+
+    @property
+    def config(self) -> dict:
+        """Everything needed to rebuild this model with :func:`tnpx.build_model`."""
+        return {
+            "name": self.name,
+            "dim_x": self.dim_x,
+            "dim_y": self.dim_y,
+            "hyper": asdict(self.hyper),
+        }
+
+    def _reference(self) -> torch.Tensor | None:
+        return next(self.parameters(), None)
+
+    def forward(
+        self,
+        xc: torch.Tensor,
+        yc: torch.Tensor,
+        xt: torch.Tensor,
+        mask_c: torch.Tensor | None = None,
+    ) -> Distribution:
+        ref = self._reference()
+        dtype = ref.dtype if ref is not None else None
+        device = ref.device if ref is not None else None
+        xc, yc, xt, mask_c = validate_inputs(
+            xc, yc, xt, mask_c, self.dim_x, self.dim_y, dtype, device
+        )
+        return self._predict(xc, yc, xt, mask_c)
+
+    def _predict(self, xc, yc, xt, mask_c) -> Distribution:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def predict_batch(self, batch: Batch) -> Distribution:
+        """Predict for a :class:`~tnpx.batch.Batch` (models may use ``batch.info``)."""
+        return self(batch.xc, batch.yc, batch.xt, mask_c=batch.mask_c)
+
+    def log_likelihood(self, batch: Batch) -> torch.Tensor:
+        """Per-task LL per target point ``[batch]``: ``log_prob`` summed over output
+        dimensions, averaged over targets."""
+        if batch.yt is None:
+            raise ValueError("batch.yt is None: the log-likelihood needs target outputs")
+        return self.predict_batch(batch).log_prob(batch.yt).sum(-1).mean(-1)
+
+
+def hyper_names(cls: type[NeuralProcess]) -> list[str]:
+    return [f.name for f in fields(cls.Hyper)]
+
+
+def build_model(name: str, dim_x: int = 1, dim_y: int = 1, **overrides) -> NeuralProcess:
+    """Build the registered model ``name`` for ``dim_x`` inputs and ``dim_y`` outputs.
+
+    ``overrides`` set hyper-parameters (``dim_model``, ``n_layers``, ...); a name the model
+    does not take is a ``ValueError`` listing the ones it does.
+
+    Example:
+        >>> import tnpx
+        >>> model = tnpx.build_model("tnp", dim_x=1, dim_y=1, dim_model=64)
+    """
+    if name not in REGISTRY:
+        raise ValueError(f"unknown model {name!r}; registered: {', '.join(list_models())}")
+    cls = REGISTRY[name]
+    valid = hyper_names(cls)
+    unknown = sorted(set(overrides) - set(valid))
+    if unknown:
+        raise ValueError(f"model {name!r} does not take {unknown}; it takes: {', '.join(valid)}")
+    return cls(int(dim_x), int(dim_y), cls.Hyper(**overrides))
+
+
+def list_models() -> list[str]:
+    """Names of all registered models, sorted."""
+    return sorted(REGISTRY)

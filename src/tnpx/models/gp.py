@@ -1,0 +1,110 @@
+"""``gp-oracle``: the exact GP posterior under known kernel hyper-parameters.
+
+``predict_batch`` reads the hyper-parameters that generated each task from ``batch.info``
+(as written by :class:`tnpx.data.GPSampler`); a plain call ``model(xc, yc, xt)`` uses the
+fixed hyper-parameters given at build time. Computed in float64.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch.distributions import Normal
+
+from ..batch import Batch
+from ..kernels import KERNELS, canonical_kernel, kernel_matrix_mixed
+from ..validation import validate_inputs
+from .base import NeuralProcess, register
+
+
+@dataclass
+class GPOracleHyper:
+    kernel: str = "rbf"
+    lengthscale: float = 0.3
+    period: float = 1.0
+    variance: float = 1.0
+    noise_ctx: float = 0.1
+    noise_tgt: float = 0.0
+    jitter: float = 1e-6
+
+
+@register("gp-oracle")
+class GPOracle(NeuralProcess):
+    """Exact posterior ``p(y_t | x_t, D_c)`` of a zero-mean GP (dim_y = 1).
+
+    The predictive variance adds ``noise_tgt²``: zero when targets are the noiseless function
+    (KR protocol), the observation noise otherwise (TE protocol).
+    """
+
+    Hyper = GPOracleHyper
+    summary = "Exact GP posterior under given (or the generating) kernel hyper-parameters"
+    translation_equivariant = True  # stationary kernels
+    rotation_equivariant = False  # the periodic kernel acts per axis, so not in general
+
+    def __init__(self, dim_x: int, dim_y: int, hyper: GPOracleHyper):
+        super().__init__(dim_x, dim_y, hyper)
+        if dim_y != 1:
+            raise ValueError(f"gp-oracle models one output (dim_y=1), got dim_y={dim_y}")
+        canonical_kernel(hyper.kernel)
+        # A buffer gives the model a dtype/device for input validation.
+        self.register_buffer("_anchor", torch.zeros(()), persistent=False)
+
+    def _reference(self):
+        return self._anchor
+
+    def _fixed_params(self, b: int) -> dict[str, torch.Tensor]:
+        h = self.hyper
+        full = lambda v: torch.full((b,), float(v), dtype=torch.float64)  # noqa: E731
+        return {
+            "kernel": torch.full((b,), KERNELS.index(canonical_kernel(h.kernel))),
+            "lengthscale": full(h.lengthscale),
+            "period": full(h.period),
+            "variance": full(h.variance),
+            "noise_ctx": full(h.noise_ctx),
+            "noise_tgt": full(h.noise_tgt),
+        }
+
+    def _predict(self, xc, yc, xt, mask_c, params: dict | None = None):
+        b = xc.shape[0]
+        p = params if params is not None else self._fixed_params(b)
+        dev = xc.device
+        p = {k: torch.as_tensor(v).to(dev) for k, v in p.items()}
+        f64 = torch.float64
+        xc64, yc64, xt64 = xc.to(f64), yc.to(f64), xt.to(f64)
+        kp = {k: p[k].to(f64) for k in ("lengthscale", "period", "variance")}
+        kernel = p["kernel"].long()
+        x0 = xt64.new_zeros(b, 1, xt64.shape[-1])
+        k_tt = kernel_matrix_mixed(kernel, x0, x0, **kp)[:, 0, 0]  # stationary: k(x, x) = k(0, 0)
+        prior_var = k_tt[:, None].expand(b, xt.shape[1])
+        n_ctx = xc.shape[1]
+        if n_ctx == 0:
+            mean, var = torch.zeros_like(prior_var), prior_var
+        else:
+            k_cc = kernel_matrix_mixed(kernel, xc64, xc64, **kp)
+            k_tc = kernel_matrix_mixed(kernel, xt64, xc64, **kp)
+            noise = p["noise_ctx"].to(f64).pow(2)[:, None] + self.hyper.jitter
+            if mask_c is not None:
+                # Masked points: no correlation with anything, so they carry no information.
+                m = mask_c.to(f64)
+                k_cc = k_cc * m[:, :, None] * m[:, None, :]
+                k_tc = k_tc * m[:, None, :]
+                yc64 = yc64 * m[..., None]
+            k_cc = k_cc + torch.diag_embed(noise.expand(b, n_ctx))
+            chol = torch.linalg.cholesky(k_cc)
+            alpha = torch.cholesky_solve(yc64, chol)  # [b, n_ctx, 1]
+            mean = (k_tc @ alpha)[..., 0]
+            v = torch.linalg.solve_triangular(chol, k_tc.transpose(1, 2), upper=False)
+            var = (prior_var - v.pow(2).sum(1)).clamp_min(1e-12)
+        var = var + p["noise_tgt"].to(f64).pow(2)[:, None]
+        dtype = xt.dtype
+        return Normal(mean[..., None].to(dtype), var.sqrt()[..., None].to(dtype))
+
+    def predict_batch(self, batch: Batch):
+        needed = ("kernel", "lengthscale", "period", "variance", "noise_ctx", "noise_tgt")
+        if not all(k in batch.info for k in needed):
+            return super().predict_batch(batch)
+        xc, yc, xt, mask_c = validate_inputs(
+            batch.xc, batch.yc, batch.xt, batch.mask_c, self.dim_x, self.dim_y, None, None
+        )
+        return self._predict(xc, yc, xt, mask_c, {k: batch.info[k] for k in needed})

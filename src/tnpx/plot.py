@@ -1,0 +1,79 @@
+"""Plots of predictions on 1D tasks: context points, true function, model and oracle bands."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from .batch import Batch
+from .data import TaskSampler, batch_at
+from .models import NeuralProcess, build_model
+
+
+@torch.no_grad()
+def plot_1d_tasks(
+    models: dict[str, NeuralProcess],
+    sampler: TaskSampler,
+    path: str | Path,
+    n_tasks: int = 4,
+    n_grid: int = 400,
+    oracle: bool = True,
+) -> Path:
+    """Save a PNG with ``n_tasks`` test tasks: context points, the target values (the true
+    function where the targets are noiseless), each model's mean ± 2σ on a dense grid, and the
+    GP oracle's mean ± 2σ where the data come from a GP.
+
+    Args:
+        models: label -> model; each gets its own colour.
+        sampler: a 1D sampler (dim_x = dim_y = 1); tasks come from its ``test`` split.
+        path: output file (``.png``).
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    if sampler.dim_x != 1 or sampler.dim_y != 1:
+        raise ValueError(
+            f"plot_1d_tasks needs dim_x = dim_y = 1, got {sampler.dim_x}, {sampler.dim_y}"
+        )
+    batch = batch_at(sampler, 0, split="test", batch_size=n_tasks)
+    lo = min(batch.xc.min().item(), batch.xt.min().item())
+    hi = max(batch.xc.max().item(), batch.xt.max().item())
+    pad = 0.05 * (hi - lo)
+    grid = torch.linspace(lo - pad, hi + pad, n_grid).view(1, -1, 1).expand(n_tasks, -1, -1)
+    dense = Batch(batch.xc, batch.yc, grid.contiguous(), info=batch.info)
+    curves = {label: m.eval().cpu().predict_batch(dense) for label, m in models.items()}
+    if oracle and "kernel" in batch.info:
+        curves["GP oracle"] = build_model("gp-oracle").predict_batch(dense)
+
+    fig, axes = plt.subplots(1, n_tasks, figsize=(4.2 * n_tasks, 3.4), squeeze=False)
+    colours = ["tab:blue", "tab:orange", "tab:green", "tab:purple", "tab:red"]
+    x = grid[0, :, 0].numpy()
+    for i, ax in enumerate(axes[0]):
+        order = batch.xt[i, :, 0].argsort()
+        ax.plot(
+            batch.xt[i, order, 0], batch.yt[i, order, 0], ".", color="0.55", ms=3, label="targets"
+        )
+        for (label, pred), colour in zip(curves.items(), colours):
+            colour = "black" if label == "GP oracle" else colour
+            style = "--" if label == "GP oracle" else "-"
+            mu, sd = pred.mean[i, :, 0].numpy(), pred.stddev[i, :, 0].numpy()
+            ax.plot(x, mu, style, color=colour, lw=1.3, label=f"{label} mean ± 2σ")
+            if label != "GP oracle":
+                ax.fill_between(x, mu - 2 * sd, mu + 2 * sd, color=colour, alpha=0.18, lw=0)
+            else:
+                ax.plot(x, mu - 2 * sd, ":", color=colour, lw=0.9)
+                ax.plot(x, mu + 2 * sd, ":", color=colour, lw=0.9)
+        ax.plot(batch.xc[i, :, 0], batch.yc[i, :, 0], "o", color="crimson", ms=4, label="context")
+        ax.set_title(f"task {i}: {batch.xc.shape[1]} context points", fontsize=9)
+        ax.set_xlabel("x")
+    axes[0, 0].set_ylabel("y")
+    axes[0, 0].legend(fontsize=7, loc="best")
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path

@@ -1,0 +1,58 @@
+"""What every results file states: the command, commit, hardware and software."""
+
+from __future__ import annotations
+
+import os
+import platform
+import shlex
+import subprocess
+import sys
+
+import torch
+
+
+def cpu_name() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def hardware() -> str:
+    """E.g. ``AMD EPYC, 2 cores (torch threads 2); torch 2.13.0+cpu; Python 3.11.7``."""
+    if torch.cuda.is_available():
+        device = f"GPU {torch.cuda.get_device_name(0)}"
+    else:
+        device = (
+            f"CPU {cpu_name()}, {os.cpu_count()} cores (torch threads {torch.get_num_threads()})"
+        )
+    return f"{device}; torch {torch.__version__}; Python {platform.python_version()}"
+
+
+def git_commit() -> str:
+    """Short commit hash of the working tree (``+dirty`` when it has uncommitted changes)."""
+    try:
+        rev = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=10
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return (rev + ("+dirty" if dirty else "")) if rev else "unknown"
+
+
+def command_line() -> str:
+    """The command that is running, as typed (``tnpx ...`` for the console script)."""
+    argv = list(sys.argv)
+    if argv and os.path.basename(argv[0]) == "tnpx":
+        argv[0] = "tnpx"
+    return " ".join(shlex.quote(a) for a in argv)

@@ -1,0 +1,300 @@
+"""Training loop: one process or many (``torchrun`` + DDP), resumable, reproducible.
+
+Each step's batch is a pure function of ``(seed, step, rank)``, and a checkpoint holds the
+model, optimiser and schedule state, so a run killed at any point and resumed from its last
+checkpoint ends with exactly the weights of an uninterrupted run.
+
+Run directory (``train.out_dir``): ``config.yaml``, ``metrics.csv``, ``tensorboard/``,
+``checkpoints/last.pt`` (training state, written atomically every ``checkpoint_every``
+steps and on SIGTERM/SIGINT) and ``model.pt`` (final weights).
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import signal
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+
+from .checkpoint import atomic_save, model_record, read_checkpoint, save
+from .config import ExperimentConfig, config_from_yaml, config_to_yaml
+from .data import TaskSampler, batch_at, build_sampler
+from .models import NeuralProcess, build_model
+from .optim import build_optimizer, build_schedule
+
+
+class TrainingDiverged(RuntimeError):
+    """The loss became NaN or Inf; the last good checkpoint is kept."""
+
+
+@dataclass
+class TrainResult:
+    model: NeuralProcess
+    out_dir: Path
+    steps_done: int
+    final_loss: float
+    stopped_early: bool
+
+
+def resolve_device(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise ValueError("train.device=cuda but no CUDA device is available")
+    return torch.device(name)
+
+
+def build_train_sampler(cfg: ExperimentConfig) -> TaskSampler:
+    return build_sampler(
+        cfg.data["name"], cfg.data.get("batch_size", 16), cfg.train.seed, **cfg.data_options()
+    )
+
+
+def _distributed() -> tuple[int, int]:
+    """(rank, world size); initialises the process group under ``torchrun``."""
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    if world > 1 and not dist.is_initialized():
+        backend = "nccl" if torch.cuda.is_available() else "gloo"
+        dist.init_process_group(backend)
+    return (dist.get_rank(), world) if world > 1 else (0, 1)
+
+
+class _StopFlag:
+    """Turns SIGTERM/SIGINT into a request to checkpoint and stop at the end of the step."""
+
+    def __init__(self):
+        self.requested = False
+        self._old = {}
+
+    def __enter__(self):
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            try:
+                self._old[sig] = signal.signal(sig, self._handle)
+            except ValueError:  # not the main thread
+                pass
+        return self
+
+    def _handle(self, signum, frame):
+        self.requested = True
+
+    def __exit__(self, *exc):
+        for sig, old in self._old.items():
+            signal.signal(sig, old)
+
+
+class _MetricLog:
+    """Metrics to ``metrics.csv`` and, if tensorboard is installed, TensorBoard."""
+
+    FIELDS = ["step", "loss", "lr", "steps_per_s", "val_ll"]
+
+    def __init__(self, out_dir: Path, enabled: bool):
+        self.enabled = enabled
+        self.writer = None
+        if not enabled:
+            return
+        self.path = out_dir / "metrics.csv"
+        if not self.path.exists():
+            with self.path.open("w", newline="") as f:
+                csv.writer(f).writerow(self.FIELDS)
+        try:
+            from torch.utils.tensorboard import SummaryWriter
+
+            self.writer = SummaryWriter(str(out_dir / "tensorboard"))
+        except ImportError:  # tensorboard is optional
+            self.writer = None
+
+    def write(self, step: int, **values) -> None:
+        if not self.enabled:
+            return
+        with self.path.open("a", newline="") as f:
+            csv.writer(f).writerow([step] + [values.get(k, "") for k in self.FIELDS[1:]])
+        if self.writer is not None:
+            for k, v in values.items():
+                if v != "" and v is not None:
+                    self.writer.add_scalar(k, v, step)
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+
+
+@torch.no_grad()
+def validation_ll(
+    model: NeuralProcess, sampler: TaskSampler, n_batches: int, device: torch.device
+) -> float:
+    """Mean LL per target on ``n_batches`` fixed held-out batches (split ``val``)."""
+    was_training = model.training
+    model.eval()
+    lls = [
+        model.log_likelihood(batch_at(sampler, i, split="val").to(device)) for i in range(n_batches)
+    ]
+    model.train(was_training)
+    return torch.cat(lls).mean().item()
+
+
+def _clip(params, cfg: ExperimentConfig) -> None:
+    if cfg.train.clip_value is not None:
+        torch.nn.utils.clip_grad_value_(params, cfg.train.clip_value)
+    if cfg.train.clip_norm is not None:
+        torch.nn.utils.clip_grad_norm_(params, cfg.train.clip_norm)
+
+
+def fit(
+    cfg: ExperimentConfig,
+    resume: bool = False,
+    sampler: TaskSampler | None = None,
+    stop_at: int | None = None,
+) -> TrainResult:
+    """Train the model ``cfg`` describes; returns the trained model and where its files are.
+
+    Args:
+        cfg: the experiment config.
+        resume: continue from ``<out_dir>/checkpoints/last.pt`` if it exists.
+        sampler: a task sampler to use instead of the one ``cfg.data`` names (tests).
+        stop_at: checkpoint and stop after this many steps (e.g. a job's time slice); the
+            schedule still runs over ``cfg.train.steps``, and ``resume`` continues the run.
+
+    Raises:
+        TrainingDiverged: the loss became NaN/Inf (the last good checkpoint is kept).
+    """
+    rank, world = _distributed()
+    device = resolve_device(cfg.train.device)
+    if device.type == "cuda" and world > 1:
+        device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0)))
+    out_dir = Path(cfg.train.out_dir)
+    ckpt_path = out_dir / "checkpoints" / "last.pt"
+    main = rank == 0
+    if main:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        (out_dir / "config.yaml").write_text(config_to_yaml(cfg))
+    sampler = sampler or build_train_sampler(cfg)
+
+    torch.manual_seed(cfg.train.seed)  # identical initial weights on every rank
+    model = build_model(
+        cfg.model["name"],
+        cfg.model.get("dim_x", 1),
+        cfg.model.get("dim_y", 1),
+        **cfg.model_options(),
+    ).to(device)
+    params = [p for p in model.parameters() if p.requires_grad]
+    if not params:
+        raise ValueError(f"model {cfg.model['name']!r} has no trainable parameters")
+    optimizer = build_optimizer(params, cfg.optim)
+    schedule = build_schedule(optimizer, cfg.schedule, cfg.train.steps)
+    start = 0
+    if resume and ckpt_path.exists():
+        state = read_checkpoint(ckpt_path)
+        model.load_state_dict(state["state_dict"])
+        optimizer.load_state_dict(state["train_state"]["optimizer"])
+        schedule.load_state_dict(state["train_state"]["schedule"])
+        start = int(state["train_state"]["step"])
+        if main:
+            print(f"resuming from {ckpt_path} at step {start}")
+    train_model = model
+    if world > 1:
+        train_model = torch.nn.parallel.DistributedDataParallel(
+            model, device_ids=[device.index] if device.type == "cuda" else None
+        )
+
+    def checkpoint(step: int) -> None:
+        if main:
+            train_state = {
+                "step": step,
+                "optimizer": optimizer.state_dict(),
+                "schedule": schedule.state_dict(),
+            }
+            atomic_save(
+                {
+                    **model_record(model),
+                    "train_state": train_state,
+                    "experiment": config_to_yaml(cfg),
+                },
+                ckpt_path,
+            )
+
+    log = _MetricLog(out_dir, main)
+    bar = None
+    if main and cfg.train.progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(
+            total=cfg.train.steps,
+            initial=start,
+            desc=f"train {cfg.model['name']}",
+            dynamic_ncols=True,
+            mininterval=0.5,
+        )
+    model.train()
+    loss_value, stopped, step = float("nan"), False, start
+    t_last, steps_since = time.perf_counter(), 0
+    with _StopFlag() as stop:
+        for step in range(start, cfg.train.steps):
+            batch = batch_at(sampler, step, rank).to(device)
+            pred = train_model(batch.xc, batch.yc, batch.xt, mask_c=batch.mask_c)
+            loss = -pred.log_prob(batch.yt).sum(-1).mean()
+            if not torch.isfinite(loss):
+                log.close()
+                kept = (
+                    f"last good checkpoint: {ckpt_path}"
+                    if ckpt_path.exists()
+                    else "no checkpoint yet"
+                )
+                raise TrainingDiverged(f"non-finite loss ({loss.item()}) at step {step}; {kept}")
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            _clip(params, cfg)
+            optimizer.step()
+            schedule.step()
+            loss_value, steps_since = loss.item(), steps_since + 1
+            done = step + 1
+            if bar is not None:
+                bar.update(1)
+                bar.set_postfix(loss=f"{loss_value:.3f}", refresh=False)
+            if done % cfg.train.log_every == 0 or done == cfg.train.steps:
+                now = time.perf_counter()
+                rate = steps_since / max(now - t_last, 1e-9)
+                t_last, steps_since = now, 0
+                val = ""
+                if main and (done % cfg.train.val_every == 0 or done == cfg.train.steps):
+                    val = validation_ll(model, sampler, cfg.train.val_batches, device)
+                    if bar is not None:
+                        bar.set_postfix(loss=f"{loss_value:.3f}", val_ll=f"{val:.3f}")
+                log.write(
+                    done,
+                    loss=loss_value,
+                    lr=schedule.get_last_lr()[0],
+                    steps_per_s=round(rate, 3),
+                    val_ll=val,
+                )
+            if done % cfg.train.checkpoint_every == 0:
+                checkpoint(done)
+            if stop.requested or done == stop_at:
+                checkpoint(done)
+                stopped = True
+                if main:
+                    why = "by signal" if stop.requested else "as asked (stop_at)"
+                    print(f"\nstopped {why} at step {done}; resume with --resume")
+                break
+    if bar is not None:
+        bar.close()
+    log.close()
+    steps_done = step + 1 if cfg.train.steps > start else start
+    if not stopped:
+        checkpoint(steps_done)
+        if main:
+            save(model, out_dir / "model.pt", experiment=config_to_yaml(cfg))
+    if world > 1:
+        dist.barrier()
+    return TrainResult(model, out_dir, steps_done, loss_value, stopped)
+
+
+def experiment_of(path: str | Path) -> ExperimentConfig | None:
+    """The experiment config stored in a checkpoint, if it has one."""
+    record = read_checkpoint(path)
+    text = record.get("experiment")
+    return config_from_yaml(text) if text else None

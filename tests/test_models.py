@@ -1,0 +1,539 @@
+"""Behaviour every registered model must have, through the public API, plus the exact
+``gp-oracle`` posterior and the likelihood heads."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from torch.distributions import Distribution
+from torch.testing import assert_close
+
+import tnpx
+from conftest import ALL_MODELS, make_task, predict, small_model, supports
+from tnpx.batch import Batch
+from tnpx.likelihoods import HeteroscedasticGaussian, HomoscedasticGaussian, build_likelihood
+from tnpx.models.base import REGISTRY, hyper_names
+
+ATOL = 1e-5
+RTOL = 1e-4
+
+
+def assert_same_prediction(p, q, atol=ATOL, rtol=RTOL):
+    assert_close(p.mean, q.mean, atol=atol, rtol=rtol)
+    assert_close(p.stddev, q.stddev, atol=atol, rtol=rtol)
+
+
+# --- registry ---------------------------------------------------------------------------
+
+
+def test_list_models_sorted_and_contains_core_models():
+    names = tnpx.list_models()
+    assert names == sorted(names)
+    for name in ("cnp", "tnp", "tnp-d", "gp-oracle"):
+        assert name in names
+
+
+def test_every_model_is_a_neural_process(model_name):
+    model = small_model(model_name)
+    assert isinstance(model, tnpx.NeuralProcess)
+    assert isinstance(model, torch.nn.Module)
+    assert model.name == model_name
+
+
+def test_unknown_model_name_lists_valid_names():
+    with pytest.raises(ValueError) as err:
+        tnpx.build_model("no-such-model", 1, 1)
+    msg = str(err.value)
+    assert "no-such-model" in msg
+    for name in tnpx.list_models():
+        assert name in msg
+
+
+def test_unknown_override_lists_valid_names(model_name):
+    with pytest.raises(ValueError) as err:
+        tnpx.build_model(model_name, 1, 1, not_a_hyperparameter=3)
+    msg = str(err.value)
+    assert "not_a_hyperparameter" in msg
+    for name in hyper_names(REGISTRY[model_name]):
+        assert name in msg
+
+
+@pytest.mark.parametrize("dims", [(0, 1), (1, 0)])
+def test_nonpositive_dims_rejected(model_name, dims):
+    with pytest.raises(ValueError):
+        tnpx.build_model(model_name, *dims)
+
+
+def test_size_override_changes_the_model():
+    small = tnpx.build_model(
+        "tnp", 1, 1, dim_model=16, n_layers=1, n_heads=1, dim_head=4, dim_ff=16
+    )
+    big = tnpx.build_model("tnp", 1, 1, dim_model=32, n_layers=2, n_heads=2, dim_head=8, dim_ff=32)
+    count = lambda m: sum(p.numel() for p in m.parameters())  # noqa: E731
+    assert count(small) < count(big)
+    assert big.hyper.dim_model == 32 and len(big.layers) == 2
+
+
+def test_gp_oracle_rejects_two_outputs():
+    with pytest.raises(ValueError, match="dim_y"):
+        tnpx.build_model("gp-oracle", 1, 2)
+
+
+# --- shapes -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dim_x", [1, 2])
+@pytest.mark.parametrize("dim_y", [1, 2])
+def test_prediction_shapes(model_name, dim_x, dim_y):
+    model = small_model(model_name, dim_x, dim_y)
+    xc, yc, xt = make_task(3, 7, 5, dim_x, dim_y)
+    pred = predict(model, xc, yc, xt)
+    assert isinstance(pred, Distribution)
+    assert pred.mean.shape == (3, 5, dim_y)
+    assert pred.stddev.shape == (3, 5, dim_y)
+    assert torch.isfinite(pred.mean).all()
+    assert (pred.stddev > 0).all()
+    yt = torch.randn(3, 5, dim_y)
+    assert pred.log_prob(yt).shape == (3, 5, dim_y)
+    assert torch.isfinite(pred.log_prob(yt)).all()
+
+
+def test_log_likelihood_per_task(model_name):
+    model = small_model(model_name)
+    xc, yc, xt = make_task(3, 7, 5)
+    batch = Batch(xc, yc, xt, torch.randn(3, 5, 1))
+    with torch.no_grad():
+        ll = model.log_likelihood(batch)
+    assert ll.shape == (3,)
+    assert torch.isfinite(ll).all()
+    with pytest.raises(ValueError, match="yt"):
+        model.log_likelihood(Batch(xc, yc, xt))
+
+
+def test_gradients_flow(model_name):
+    model = small_model(model_name).train()
+    params = [p for p in model.parameters() if p.requires_grad]
+    if not params:
+        pytest.skip(f"{model_name} has no trainable parameters")
+    xc, yc, xt = make_task(2, 6, 4)
+    loss = -model(xc, yc, xt).log_prob(torch.randn(2, 4, 1)).mean()
+    loss.backward()
+    assert any(p.grad is not None and p.grad.abs().sum() > 0 for p in params)
+
+
+# --- set behaviour ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dim_x", [1, 2])
+def test_context_permutation_invariance(model_name, dim_x):
+    model = small_model(model_name, dim_x, 1)
+    xc, yc, xt = make_task(3, 9, 6, dim_x, 1, seed=1)
+    perm = torch.randperm(9, generator=torch.Generator().manual_seed(3))
+    assert_same_prediction(predict(model, xc, yc, xt), predict(model, xc[:, perm], yc[:, perm], xt))
+
+
+def test_targets_predicted_independently(model_name):
+    model = small_model(model_name)
+    xc, yc, xt = make_task(3, 8, 10, seed=2)
+    full = predict(model, xc, yc, xt)
+    subset = torch.tensor([7, 2, 5])
+    part = predict(model, xc, yc, xt[:, subset])
+    assert_close(part.mean, full.mean[:, subset], atol=ATOL, rtol=RTOL)
+    assert_close(part.stddev, full.stddev[:, subset], atol=ATOL, rtol=RTOL)
+    single = predict(model, xc, yc, xt[:, 4:5])
+    assert_close(single.mean, full.mean[:, 4:5], atol=ATOL, rtol=RTOL)
+
+
+def test_tasks_in_a_batch_are_independent(model_name):
+    model = small_model(model_name)
+    xc, yc, xt = make_task(4, 6, 5, seed=4)
+    full = predict(model, xc, yc, xt)
+    one = predict(model, xc[2:3], yc[2:3], xt[2:3])
+    assert_close(one.mean, full.mean[2:3], atol=ATOL, rtol=RTOL)
+    assert_close(one.stddev, full.stddev[2:3], atol=ATOL, rtol=RTOL)
+
+
+def test_prediction_depends_on_context(model_name):
+    model = small_model(model_name)
+    xc, yc, xt = make_task(2, 6, 5, seed=5)
+    a = predict(model, xc, yc, xt)
+    b = predict(model, xc, yc + 3.0, xt)
+    assert not torch.allclose(a.mean, b.mean, atol=1e-4)
+
+
+# --- padding and empty contexts ---------------------------------------------------------
+
+
+def _padded(xc, yc, n_real: list[int], n_pad: int, fill: float):
+    """Pad each task's first ``n_real[i]`` context points to ``n_pad`` entries, interleaving
+    the padding with the real points; returns xc, yc, mask_c."""
+    b, _, dx = xc.shape
+    dy = yc.shape[-1]
+    xp = torch.full((b, n_pad, dx), fill)
+    yp = torch.full((b, n_pad, dy), fill)
+    mask = torch.zeros(b, n_pad, dtype=torch.bool)
+    for i, n in enumerate(n_real):
+        slots = torch.randperm(n_pad, generator=torch.Generator().manual_seed(i))[:n].sort().values
+        xp[i, slots], yp[i, slots], mask[i, slots] = xc[i, :n], yc[i, :n], True
+    return xp, yp, mask
+
+
+@pytest.mark.parametrize("fill", [0.0, 7.5, float("nan")])
+def test_padded_context_equals_unpadded(model_name, fill):
+    model = small_model(model_name)
+    xc, yc, xt = make_task(3, 6, 5, seed=6)
+    n_real = [2, 6, 4]
+    xp, yp, mask = _padded(xc, yc, n_real, 9, fill)
+    padded = predict(model, xp, yp, xt, mask_c=mask)
+    for i, n in enumerate(n_real):
+        alone = predict(model, xc[i : i + 1, :n], yc[i : i + 1, :n], xt[i : i + 1])
+        assert_close(padded.mean[i : i + 1], alone.mean, atol=ATOL, rtol=RTOL)
+        assert_close(padded.stddev[i : i + 1], alone.stddev, atol=ATOL, rtol=RTOL)
+
+
+def test_all_true_mask_equals_no_mask(model_name):
+    model = small_model(model_name)
+    xc, yc, xt = make_task(3, 6, 5, seed=7)
+    mask = torch.ones(3, 6, dtype=torch.bool)
+    assert_same_prediction(predict(model, xc, yc, xt), predict(model, xc, yc, xt, mask_c=mask))
+
+
+@pytest.mark.parametrize("dim_x", [1, 2])
+def test_empty_context_is_valid(model_name, dim_x):
+    model = small_model(model_name, dim_x, 1)
+    _, _, xt = make_task(2, 0, 5, dim_x, 1)
+    pred = predict(model, torch.zeros(2, 0, dim_x), torch.zeros(2, 0, 1), xt)
+    assert pred.mean.shape == (2, 5, 1)
+    assert torch.isfinite(pred.mean).all() and torch.isfinite(pred.stddev).all()
+    assert (pred.stddev > 0).all()
+    with_mask = predict(
+        model,
+        torch.zeros(2, 0, dim_x),
+        torch.zeros(2, 0, 1),
+        xt,
+        mask_c=torch.zeros(2, 0, dtype=torch.bool),
+    )
+    assert_same_prediction(pred, with_mask)
+
+
+@pytest.mark.parametrize("fill", [0.0, float("nan")])
+def test_fully_masked_context_equals_empty(model_name, fill):
+    model = small_model(model_name)
+    _, _, xt = make_task(2, 0, 5, seed=8)
+    empty = predict(model, torch.zeros(2, 0, 1), torch.zeros(2, 0, 1), xt)
+    xc = torch.full((2, 4, 1), fill)
+    yc = torch.full((2, 4, 1), fill)
+    masked = predict(model, xc, yc, xt, mask_c=torch.zeros(2, 4, dtype=torch.bool))
+    assert_same_prediction(masked, empty)
+
+
+def test_mixed_empty_and_full_tasks_in_one_batch(model_name):
+    model = small_model(model_name)
+    xc, yc, xt = make_task(2, 5, 4, seed=9)
+    mask = torch.tensor([[False] * 5, [True] * 5])
+    pred = predict(model, xc, yc, xt, mask_c=mask)
+    empty = predict(model, xc[:1, :0], yc[:1, :0], xt[:1])
+    full = predict(model, xc[1:], yc[1:], xt[1:])
+    assert_close(pred.mean[:1], empty.mean, atol=ATOL, rtol=RTOL)
+    assert_close(pred.mean[1:], full.mean, atol=ATOL, rtol=RTOL)
+
+
+def test_no_targets_gives_empty_prediction(model_name):
+    """``n_tgt = 0`` passes validation, so it must return an empty prediction rather than
+    crash inside the model."""
+    model = small_model(model_name)
+    xc, yc, _ = make_task(2, 4, 0, seed=10)
+    pred = predict(model, xc, yc, torch.zeros(2, 0, 1))
+    assert pred.mean.shape == (2, 0, 1)
+    assert pred.stddev.shape == (2, 0, 1)
+
+
+# --- tnp-d and tnp compute one function -------------------------------------------------
+
+
+@pytest.mark.parametrize("use_mask", [False, True])
+@pytest.mark.parametrize("dim_x", [1, 2])
+def test_tnp_d_equals_tnp_with_shared_weights(use_mask, dim_x):
+    tnp_d = small_model("tnp-d", dim_x, 2, seed=11)
+    tnp = small_model("tnp", dim_x, 2, seed=12)
+    tnp.load_state_dict(tnp_d.state_dict())
+    xc, yc, xt = make_task(3, 8, 6, dim_x, 2, seed=13)
+    mask = None
+    if use_mask:
+        mask = torch.rand(3, 8, generator=torch.Generator().manual_seed(1)) > 0.4
+        mask[0] = False  # one task fully masked
+        mask[1, 0] = True
+    a, b = predict(tnp_d, xc, yc, xt, mask), predict(tnp, xc, yc, xt, mask)
+    assert_same_prediction(a, b, atol=1e-5, rtol=1e-4)
+
+
+def test_tnp_d_equals_tnp_on_empty_context():
+    tnp_d = small_model("tnp-d", seed=14)
+    tnp = small_model("tnp", seed=15)
+    tnp.load_state_dict(tnp_d.state_dict())
+    _, _, xt = make_task(2, 0, 6)
+    empty = (torch.zeros(2, 0, 1), torch.zeros(2, 0, 1), xt)
+    assert_same_prediction(predict(tnp_d, *empty), predict(tnp, *empty))
+
+
+# --- equivariance -----------------------------------------------------------------------
+
+
+def test_equivariance_flags_are_bools(model_name):
+    cls = REGISTRY[model_name]
+    for flag in ("translation_equivariant", "rotation_equivariant"):
+        assert isinstance(getattr(cls, flag), bool)
+        assert isinstance(getattr(small_model(model_name), flag), bool)
+
+
+@pytest.mark.parametrize("dim_x", [1, 2])
+def test_translation_equivariance_flag_holds(model_name, dim_x):
+    model = small_model(model_name, dim_x, 1)
+    xc, yc, xt = make_task(2, 8, 6, dim_x, 1, seed=16)
+    shift = torch.tensor([3.0, -1.5])[:dim_x]
+    base = predict(model, xc, yc, xt)
+    moved = predict(model, xc + shift, yc, xt + shift)
+    if model.translation_equivariant:
+        assert_same_prediction(base, moved, atol=1e-4, rtol=1e-3)
+    else:  # a randomly initialised non-equivariant model does change under a shift
+        assert not torch.allclose(base.mean, moved.mean, atol=1e-4)
+
+
+def test_rotation_equivariance_flag_holds(model_name):
+    cls = REGISTRY[model_name]
+    if not cls.rotation_equivariant:
+        pytest.skip(f"{model_name} does not claim rotation equivariance")
+    model = small_model(model_name, 2, 1)
+    xc, yc, xt = make_task(2, 8, 6, 2, 1, seed=17)
+    a = 0.7
+    rot = torch.tensor([[math.cos(a), -math.sin(a)], [math.sin(a), math.cos(a)]])
+    assert_same_prediction(
+        predict(model, xc, yc, xt), predict(model, xc @ rot.T, yc, xt @ rot.T), atol=1e-4, rtol=1e-3
+    )
+
+
+def test_known_equivariance_flags():
+    assert REGISTRY["gp-oracle"].translation_equivariant is True
+    for name in ("cnp", "tnp", "tnp-d"):
+        assert REGISTRY[name].translation_equivariant is False
+        assert REGISTRY[name].rotation_equivariant is False
+
+
+# --- gp-oracle: the exact posterior ------------------------------------------------------
+
+
+def _rbf(a: torch.Tensor, b: torch.Tensor, ls: float, var: float = 1.0) -> torch.Tensor:
+    """RBF Gram matrix of 1D points ``a [n]``, ``b [m]`` in float64."""
+    return var * torch.exp(-0.5 * (a[:, None] - b[None, :]) ** 2 / ls**2)
+
+
+def _posterior(xc, yc, xt, ls, var, noise_ctx, noise_tgt, jitter):
+    """GP posterior mean and variance at ``xt`` by explicit matrix formulas (float64)."""
+    k_cc = _rbf(xc, xc, ls, var) + (noise_ctx**2 + jitter) * torch.eye(len(xc), dtype=torch.float64)
+    k_tc = _rbf(xt, xc, ls, var)
+    k_inv = torch.linalg.inv(k_cc)
+    mean = k_tc @ k_inv @ yc
+    cov = _rbf(xt, xt, ls, var) - k_tc @ k_inv @ k_tc.T
+    return mean, cov.diagonal() + noise_tgt**2
+
+
+@pytest.mark.parametrize("noise_tgt", [0.0, 0.3])
+def test_gp_oracle_matches_hand_computed_posterior(noise_tgt):
+    ls, var, noise_ctx, jitter = 0.7, 1.3, 0.2, 1e-6
+    model = tnpx.build_model(
+        "gp-oracle",
+        1,
+        1,
+        kernel="rbf",
+        lengthscale=ls,
+        variance=var,
+        noise_ctx=noise_ctx,
+        noise_tgt=noise_tgt,
+        jitter=jitter,
+    )
+    xc = torch.tensor([-0.5, 0.4], dtype=torch.float64)
+    yc = torch.tensor([0.8, -0.3], dtype=torch.float64)
+    xt = torch.tensor([0.1], dtype=torch.float64)
+    # by hand: two context points, explicit 2x2 inverse
+    k11, k22 = var + noise_ctx**2 + jitter, var + noise_ctx**2 + jitter
+    k12 = var * math.exp(-0.5 * (0.9 / ls) ** 2)
+    det = k11 * k22 - k12 * k12
+    inv = [[k22 / det, -k12 / det], [-k12 / det, k11 / det]]
+    kt = [var * math.exp(-0.5 * (0.6 / ls) ** 2), var * math.exp(-0.5 * (0.3 / ls) ** 2)]
+    w = [kt[0] * inv[0][0] + kt[1] * inv[1][0], kt[0] * inv[0][1] + kt[1] * inv[1][1]]
+    mean_hand = w[0] * 0.8 + w[1] * (-0.3)
+    var_hand = var - (w[0] * kt[0] + w[1] * kt[1]) + noise_tgt**2
+    mean_mat, var_mat = _posterior(xc, yc, xt, ls, var, noise_ctx, noise_tgt, jitter)
+    assert mean_mat.item() == pytest.approx(mean_hand, abs=1e-10)
+    assert var_mat.item() == pytest.approx(var_hand, abs=1e-10)
+
+    pred = predict(
+        model, xc.float().view(1, 2, 1), yc.float().view(1, 2, 1), xt.float().view(1, 1, 1)
+    )
+    assert pred.mean.item() == pytest.approx(mean_hand, abs=1e-5)
+    assert pred.stddev.item() == pytest.approx(math.sqrt(var_hand), abs=1e-5)
+
+
+@pytest.mark.parametrize("noise_tgt", [0.0, 0.25])
+def test_gp_oracle_matches_matrix_posterior_many_points(noise_tgt):
+    ls, var, noise_ctx, jitter = 0.4, 1.0, 0.1, 1e-6
+    model = tnpx.build_model(
+        "gp-oracle", 1, 1, lengthscale=ls, noise_ctx=noise_ctx, noise_tgt=noise_tgt, jitter=jitter
+    )
+    xc, yc, xt = make_task(2, 6, 9, seed=18)
+    pred = predict(model, xc, yc, xt)
+    for i in range(2):
+        mean, v = _posterior(
+            xc[i, :, 0].double(),
+            yc[i, :, 0].double(),
+            xt[i, :, 0].double(),
+            ls,
+            var,
+            noise_ctx,
+            noise_tgt,
+            jitter,
+        )
+        assert_close(pred.mean[i, :, 0], mean.float(), atol=1e-5, rtol=1e-5)
+        assert_close(pred.stddev[i, :, 0], v.sqrt().float(), atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("noise_tgt", [0.0, 0.3])
+def test_gp_oracle_empty_context_is_prior(noise_tgt):
+    model = tnpx.build_model("gp-oracle", 1, 1, variance=2.0, noise_tgt=noise_tgt)
+    _, _, xt = make_task(2, 0, 4)
+    pred = predict(model, torch.zeros(2, 0, 1), torch.zeros(2, 0, 1), xt)
+    assert_close(pred.mean, torch.zeros(2, 4, 1))
+    assert_close(pred.stddev, torch.full((2, 4, 1), math.sqrt(2.0 + noise_tgt**2)))
+
+
+@pytest.mark.parametrize("kernel", ["rbf", "matern12", "matern32", "matern52", "periodic", "se"])
+def test_gp_oracle_every_kernel(kernel):
+    model = tnpx.build_model("gp-oracle", 1, 1, kernel=kernel)
+    xc, yc, xt = make_task(2, 5, 4, seed=19)
+    pred = predict(model, xc, yc, xt)
+    assert torch.isfinite(pred.mean).all() and (pred.stddev > 0).all()
+    # posterior variance never exceeds the prior variance
+    assert (pred.stddev <= 1.0 + 1e-6).all()
+
+
+def test_gp_oracle_rejects_unknown_kernel():
+    with pytest.raises(ValueError, match="rbf"):
+        tnpx.build_model("gp-oracle", 1, 1, kernel="cosine")
+
+
+def test_gp_oracle_predict_batch_uses_info():
+    xc, yc, xt = make_task(3, 6, 5, seed=20)
+    lengthscales = torch.tensor([0.1, 0.3, 1.5], dtype=torch.float64)
+    info = {
+        "kernel": torch.zeros(3, dtype=torch.long),
+        "lengthscale": lengthscales,
+        "period": torch.ones(3, dtype=torch.float64),
+        "variance": torch.ones(3, dtype=torch.float64),
+        "noise_ctx": torch.full((3,), 0.1, dtype=torch.float64),
+        "noise_tgt": torch.zeros(3, dtype=torch.float64),
+    }
+    default = tnpx.build_model("gp-oracle", 1, 1)  # lengthscale 0.3
+    with torch.no_grad():
+        from_info = default.predict_batch(Batch(xc, yc, xt, info=info))
+        plain = default.predict_batch(Batch(xc, yc, xt))  # no info: build-time defaults
+    assert_same_prediction(plain, predict(default, xc, yc, xt))
+    for i, ls in enumerate(lengthscales.tolist()):
+        ref = predict(tnpx.build_model("gp-oracle", 1, 1, lengthscale=ls), xc, yc, xt)
+        assert_close(from_info.mean[i], ref.mean[i], atol=1e-6, rtol=1e-5)
+        assert_close(from_info.stddev[i], ref.stddev[i], atol=1e-6, rtol=1e-5)
+    # tasks whose lengthscale differs from the default (0.3) give different predictions
+    for i in (0, 2):
+        assert not torch.allclose(from_info.mean[i], plain.mean[i], atol=1e-3)
+    assert_close(from_info.mean[1], plain.mean[1], atol=1e-6, rtol=1e-5)
+
+
+def test_gp_oracle_predict_batch_on_sampled_data():
+    from tnpx.data import GPConfig, GPSampler, batch_at
+
+    sampler = GPSampler(GPConfig(kernels=["rbf", "periodic", "matern32"]), batch_size=8, seed=0)
+    batch = batch_at(sampler, 0)
+    model = tnpx.build_model("gp-oracle", 1, 1)
+    with torch.no_grad():
+        ll = model.log_likelihood(batch)
+    assert ll.shape == (8,)
+    assert torch.isfinite(ll).all()
+
+
+# --- likelihood heads -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("transform", ["softplus", "exp"])
+@pytest.mark.parametrize("min_std", [1e-3, 0.05])
+def test_heteroscedastic_min_std(transform, min_std):
+    head = HeteroscedasticGaussian(2, min_std=min_std, transform=transform)
+    raw = torch.cat([torch.randn(4, 5, 2), torch.full((4, 5, 2), -1e4)], -1)
+    dist = head(raw)
+    assert dist.mean.shape == (4, 5, 2)
+    assert_close(dist.mean, raw[..., :2])
+    assert (dist.stddev >= min_std * (1 - 1e-5)).all()
+    assert torch.isfinite(dist.stddev).all()
+    big = head(torch.full((1, 1, 4), 4.0)).stddev
+    assert (big > min_std).all()
+
+
+def test_heteroscedastic_rejects_bad_options():
+    with pytest.raises(ValueError):
+        HeteroscedasticGaussian(1, transform="relu")
+    with pytest.raises(ValueError):
+        HeteroscedasticGaussian(1, min_std=-0.1)
+    with pytest.raises(ValueError, match="heteroscedastic"):
+        build_likelihood("laplace", 1, 1e-3)
+
+
+def test_homoscedastic_head():
+    head = HomoscedasticGaussian(3, min_std=0.01, init_std=0.5)
+    assert head.n_params == 3
+    dist = head(torch.randn(2, 7, 3))
+    assert dist.stddev.shape == (2, 7, 3)
+    assert_close(dist.stddev, torch.full((2, 7, 3), 0.51))
+    with torch.no_grad():
+        head.raw_std.fill_(-1e4)
+    assert (head(torch.randn(2, 7, 3)).stddev >= 0.01).all()
+
+
+def _head_models():
+    return [n for n in ALL_MODELS if {"likelihood", "min_std"} <= set(hyper_names(REGISTRY[n]))]
+
+
+@pytest.mark.parametrize("name", _head_models())
+def test_model_min_std_override(name):
+    model = small_model(name, min_std=0.7)
+    xc, yc, xt = make_task(2, 5, 6, seed=21)
+    assert (predict(model, xc, yc, xt).stddev >= 0.7 * (1 - 1e-5)).all()
+
+
+@pytest.mark.parametrize("name", _head_models())
+@pytest.mark.parametrize("dim_y", [1, 2])
+def test_model_homoscedastic_likelihood(name, dim_y):
+    if not supports(name, 1, dim_y):
+        pytest.skip(f"{name} does not support dim_y={dim_y}")
+    model = small_model(name, 1, dim_y, likelihood="homoscedastic")
+    xc, yc, xt = make_task(2, 5, 6, 1, dim_y, seed=22)
+    pred = predict(model, xc, yc, xt)
+    assert pred.mean.shape == pred.stddev.shape == (2, 6, dim_y)
+    # one noise level per output dimension, shared by every target and task
+    assert_close(pred.stddev, pred.stddev[:1, :1].expand_as(pred.stddev))
+
+
+@pytest.mark.parametrize(
+    "name", [n for n in _head_models() if "scale_transform" in hyper_names(REGISTRY[n])]
+)
+def test_model_exp_scale_transform(name):
+    model = small_model(name, scale_transform="exp", min_std=0.01)
+    xc, yc, xt = make_task(2, 5, 6, seed=23)
+    pred = predict(model, xc, yc, xt)
+    assert (pred.stddev >= 0.01).all() and torch.isfinite(pred.stddev).all()
+
+
+def test_empty_batch_gives_empty_prediction(model_name):
+    """A batch of zero tasks passes validation, so it must not crash inside the model."""
+    model = small_model(model_name)
+    pred = predict(model, torch.zeros(0, 3, 1), torch.zeros(0, 3, 1), torch.zeros(0, 4, 1))
+    assert pred.mean.shape == (0, 4, 1)

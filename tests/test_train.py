@@ -1,0 +1,208 @@
+"""Training: the loss falls, divergence stops cleanly, checkpoints resume exactly, DDP runs."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import torch
+
+import tnpx
+from tiny import tiny_overrides, write_tiny
+from tnpx.config import load_config
+from tnpx.data import build_sampler
+from tnpx.train import TrainingDiverged, fit
+
+ENV = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+
+
+def _cfg(tmp_path, *extra, **train):
+    return load_config(write_tiny(tmp_path), [*tiny_overrides(tmp_path, **train), *extra])
+
+
+def test_training_lowers_validation_loss(tmp_path):
+    cfg = _cfg(
+        tmp_path,
+        "model.name=cnp",
+        "model.dim_model=32",
+        steps=150,
+        val_every=150,
+        log_every=150,
+        checkpoint_every=1000,
+    )
+    cfg.model = {k: v for k, v in cfg.model.items() if k in ("name", "dim_x", "dim_y", "dim_model")}
+    torch.manual_seed(cfg.train.seed)
+    from tnpx.train import build_train_sampler, validation_ll
+
+    sampler = build_train_sampler(cfg)
+    untrained = tnpx.build_model("cnp", 1, 1, dim_model=32)
+    before = validation_ll(untrained, sampler, 4, torch.device("cpu"))
+    result = fit(cfg)
+    after = validation_ll(result.model, sampler, 4, torch.device("cpu"))
+    assert after > before + 0.2, (before, after)
+    assert (result.out_dir / "model.pt").exists()
+    assert (result.out_dir / "metrics.csv").read_text().count("\n") >= 2
+
+
+class _NaNAfter:
+    """Wraps a sampler; from step ``bad_step`` on, targets are NaN (so the loss is)."""
+
+    def __init__(self, inner, bad_step):
+        self.inner, self.bad_step, self.calls = inner, bad_step, 0
+        self.dim_x, self.dim_y, self.seed, self.batch_size = (
+            inner.dim_x,
+            1,
+            inner.seed,
+            inner.batch_size,
+        )
+
+    def sample(self, generator, batch_size=None):
+        batch = self.inner.sample(generator, batch_size)
+        self.calls += 1
+        if self.calls > self.bad_step:
+            batch.yt = torch.full_like(batch.yt, float("nan"))
+        return batch
+
+
+def test_non_finite_loss_stops_and_keeps_last_good_checkpoint(tmp_path):
+    cfg = _cfg(tmp_path, steps=40, checkpoint_every=10, val_every=1000)
+    sampler = _NaNAfter(
+        build_sampler("gp", 4, 0, kernels=["rbf"], n_random=12, n_grid=12, max_ctx=10), bad_step=25
+    )
+    with pytest.raises(TrainingDiverged, match="at step 25"):
+        fit(cfg, sampler=sampler)
+    ckpt = torch.load(tmp_path / "run/checkpoints/last.pt", weights_only=True)
+    assert ckpt["train_state"]["step"] == 20
+    assert all(torch.isfinite(v).all() for v in ckpt["state_dict"].values())
+    assert not (tmp_path / "run/model.pt").exists()
+
+
+def test_resume_in_process_matches_uninterrupted(tmp_path):
+    full = fit(_cfg(tmp_path / "a", steps=30)).model
+    stopped = fit(_cfg(tmp_path / "b", steps=30), stop_at=17)
+    assert stopped.stopped_early and stopped.steps_done == 17
+    assert not (tmp_path / "b/run/model.pt").exists()
+    resumed = fit(_cfg(tmp_path / "b", steps=30), resume=True).model
+    for (k, v), w in zip(full.state_dict().items(), resumed.state_dict().values()):
+        torch.testing.assert_close(v, w, rtol=0, atol=0, msg=k)
+
+
+def _train_cmd(cfg_path, out_dir, *extra):
+    return [
+        sys.executable,
+        "-m",
+        "tnpx.cli",
+        "train",
+        str(cfg_path),
+        f"train.out_dir={out_dir}",
+        "train.steps=300",
+        "train.checkpoint_every=20",
+        "train.val_every=100000",
+        *extra,
+    ]
+
+
+@pytest.mark.slow
+def test_sigkill_then_resume_is_bit_identical(tmp_path):
+    cfg_path = write_tiny(tmp_path)
+    ref_dir, run_dir = tmp_path / "ref", tmp_path / "run"
+    subprocess.run(
+        _train_cmd(cfg_path, ref_dir), env=ENV, check=True, capture_output=True, timeout=300
+    )
+
+    proc = subprocess.Popen(
+        _train_cmd(cfg_path, run_dir), env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    ckpt = run_dir / "checkpoints" / "last.pt"
+    deadline = time.time() + 120
+    while not ckpt.exists() and time.time() < deadline and proc.poll() is None:
+        time.sleep(0.02)
+    time.sleep(random.uniform(0.0, 0.3))  # a random step after the first checkpoint
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    assert not (run_dir / "model.pt").exists(), "the run finished before it was killed"
+    killed_at = torch.load(ckpt, weights_only=True)["train_state"]["step"]
+    assert 0 < killed_at < 300
+
+    out = subprocess.run(
+        _train_cmd(cfg_path, run_dir, "--resume"),
+        env=ENV,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stderr
+    assert f"resuming from {ckpt} at step {killed_at}" in out.stdout
+    ref = torch.load(ref_dir / "model.pt", weights_only=True)["state_dict"]
+    got = torch.load(run_dir / "model.pt", weights_only=True)["state_dict"]
+    for k in ref:
+        assert torch.equal(ref[k], got[k]), k
+
+
+@pytest.mark.slow
+def test_sigterm_checkpoints_and_stops(tmp_path):
+    cfg_path = write_tiny(tmp_path)
+    run_dir = tmp_path / "run"
+    cmd = _train_cmd(cfg_path, run_dir, "train.steps=100000", "train.checkpoint_every=100000")
+    proc = subprocess.Popen(cmd, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while not (run_dir / "metrics.csv").exists() and time.time() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGTERM)
+    stdout, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 0
+    assert "stopped by signal" in stdout
+    step = torch.load(run_dir / "checkpoints/last.pt", weights_only=True)["train_state"]["step"]
+    assert 0 < step < 100000
+
+
+@pytest.mark.slow
+def test_two_process_ddp_gloo(tmp_path):
+    cfg_path = write_tiny(tmp_path)
+    ddp_dir, single_dir = tmp_path / "ddp", tmp_path / "single"
+    common = ["train.steps=20", "train.val_every=100000", "train.checkpoint_every=10"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc_per_node=2",
+        "-m",
+        "tnpx.cli",
+        "train",
+        str(cfg_path),
+        f"train.out_dir={ddp_dir}",
+        *common,
+    ]
+    out = subprocess.run(cmd, env=ENV, capture_output=True, text=True, timeout=240)
+    assert out.returncode == 0, out.stderr[-3000:]
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tnpx.cli",
+            "train",
+            str(cfg_path),
+            f"train.out_dir={single_dir}",
+            *common,
+        ],
+        env=ENV,
+        check=True,
+        capture_output=True,
+        timeout=240,
+    )
+    ddp = tnpx.load(ddp_dir / "model.pt")
+    single = tnpx.load(single_dir / "model.pt")
+    # Same seed and init, but DDP averages gradients over two ranks' different batches.
+    diffs = [
+        (a - b).abs().max().item()
+        for a, b in zip(ddp.state_dict().values(), single.state_dict().values())
+    ]
+    assert max(diffs) > 1e-6
+    assert all(torch.isfinite(v).all() for v in ddp.state_dict().values())
