@@ -55,4 +55,6 @@ def command_line() -> str:
     argv = list(sys.argv)
     if argv and os.path.basename(argv[0]) == "tnpx":
         argv[0] = "tnpx"
+    elif argv and argv[0].endswith(".py"):
+        argv = ["python", os.path.relpath(argv[0])] + argv[1:]
     return " ".join(shlex.quote(a) for a in argv)
