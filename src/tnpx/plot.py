@@ -77,3 +77,25 @@ def plot_1d_tasks(
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return path
+
+
+def plot_validation_curves(csv_paths: dict[str, Path], path: str | Path) -> Path:
+    """Validation LL against training step for each run, read from its ``metrics.csv``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import pandas as pd
+
+    fig, ax = plt.subplots(figsize=(5, 3.4))
+    for label, csv_path in csv_paths.items():
+        frame = pd.read_csv(csv_path).dropna(subset=["val_ll"])
+        ax.plot(frame["step"], frame["val_ll"], "o-", label=label)
+    ax.set_xlabel("training step")
+    ax.set_ylabel("validation LL per target (higher is better)")
+    ax.legend()
+    fig.tight_layout()
+    path = Path(path)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
