@@ -79,6 +79,8 @@ def test_resume_in_process_matches_uninterrupted(tmp_path):
     assert stopped.stopped_early and stopped.steps_done == 17
     assert not (tmp_path / "b/run/model.pt").exists()
     resumed = fit(_cfg(tmp_path / "b", steps=30), resume=True).model
+    steps = [int(r.split(",")[0]) for r in (tmp_path / "b/run/metrics.csv").read_text().split()[1:]]
+    assert steps == [10, 20, 30]  # each logged step once, across the interruption
     for (k, v), w in zip(full.state_dict().items(), resumed.state_dict().values()):
         torch.testing.assert_close(v, w, rtol=0, atol=0, msg=k)
 

@@ -92,15 +92,20 @@ class _MetricLog:
 
     FIELDS = ["step", "loss", "lr", "steps_per_s", "val_ll"]
 
-    def __init__(self, out_dir: Path, enabled: bool):
+    def __init__(self, out_dir: Path, enabled: bool, start_step: int):
+        """A run starting at ``start_step`` keeps the rows logged up to that step (a resumed
+        run re-does the steps after its checkpoint) and drops the rest."""
         self.enabled = enabled
         self.writer = None
         if not enabled:
             return
         self.path = out_dir / "metrics.csv"
-        if not self.path.exists():
-            with self.path.open("w", newline="") as f:
-                csv.writer(f).writerow(self.FIELDS)
+        kept = []
+        if self.path.exists() and start_step > 0:
+            with self.path.open(newline="") as f:
+                kept = [row for row in list(csv.reader(f))[1:] if int(row[0]) <= start_step]
+        with self.path.open("w", newline="") as f:
+            csv.writer(f).writerows([self.FIELDS, *kept])
         try:
             from torch.utils.tensorboard import SummaryWriter
 
@@ -217,7 +222,7 @@ def fit(
                 ckpt_path,
             )
 
-    log = _MetricLog(out_dir, main)
+    log = _MetricLog(out_dir, main, start)
     bar = None
     if main and cfg.train.progress:
         from tqdm.auto import tqdm
