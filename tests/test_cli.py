@@ -109,8 +109,16 @@ def test_readme_model_table_is_generated_from_the_registry():
 @pytest.mark.slow
 def test_demo_writes_its_results(tmp_path):
     cfg = write_tiny(tmp_path)
-    out = _tnpx("demo", "--config", str(cfg), "--out", str(tmp_path / "demo"), "--runs",
-                str(tmp_path / "runs"), "train.steps=10")
+    out = _tnpx(
+        "demo",
+        "--config",
+        str(cfg),
+        "--out",
+        str(tmp_path / "demo"),
+        "--runs",
+        str(tmp_path / "runs"),
+        "train.steps=10",
+    )
     assert out.returncode == 0, out.stderr
     demo = tmp_path / "demo"
     for name in ("README.md", "metrics.json", "predictions.png", "validation.png"):

@@ -18,6 +18,9 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
+# Keys of the model section besides the model's own hyper-parameters.
+MODEL_KEYS = {"name": str, "dim_x": int, "dim_y": int, "preset": str}
+
 
 class ConfigError(ValueError):
     """A config key is unknown or a value has the wrong type."""
@@ -150,9 +153,7 @@ def check_components(cfg: ExperimentConfig) -> None:
         raise ConfigError(
             f"model.name = {model_name!r}; registered models: {', '.join(sorted(REGISTRY))}"
         )
-    check_keys(
-        cfg.model, REGISTRY[model_name].Hyper, "model", {"name": str, "dim_x": int, "dim_y": int}
-    )
+    check_keys(cfg.model, REGISTRY[model_name].Hyper, "model", MODEL_KEYS)
     data_name = cfg.data.get("name")
     if data_name not in SAMPLERS:
         raise ConfigError(f"data.name = {data_name!r}; samplers: {', '.join(SAMPLERS)}")
@@ -196,11 +197,7 @@ def _drop_foreign_model_keys(base, cli) -> None:
 
     if new_name not in REGISTRY:
         return  # reported by check_components
-    valid = {f.name for f in dataclasses.fields(REGISTRY[new_name].Hyper)} | {
-        "name",
-        "dim_x",
-        "dim_y",
-    }
+    valid = {f.name for f in dataclasses.fields(REGISTRY[new_name].Hyper)} | set(MODEL_KEYS)
     foreign = [k for k in base.model if k not in valid]
     if foreign:
         warnings.warn(

@@ -50,12 +50,19 @@ def run_demo(
         {n: Path(c.train.out_dir) / "metrics.csv" for n, c in configs.items()},
         out_dir / "validation.png",
     )
-    record = {"config": config, "overrides": overrides or [], "train_seconds": times,
-              "prior_ll": prior, "metrics": [m.as_dict() for m in metrics]}
+    record = {
+        "config": config,
+        "overrides": overrides or [],
+        "train_seconds": times,
+        "prior_ll": prior,
+        "metrics": [m.as_dict() for m in metrics],
+    }
     (out_dir / "metrics.json").write_text(json.dumps(record, indent=2))
     (out_dir / "README.md").write_text(_report(configs, config, table, metrics, times, prior))
-    print(f"\n{table}\n\nresults written to {out_dir}/ "
-          "(README.md, metrics.json, predictions.png, validation.png)")
+    print(
+        f"\n{table}\n\nresults written to {out_dir}/ "
+        "(README.md, metrics.json, predictions.png, validation.png)"
+    )
     return out_dir
 
 
@@ -71,8 +78,14 @@ def prior_ll(sampler: TaskSampler, n_batches: int) -> float:
     return torch.cat(lls).mean().item()
 
 
-def _report(configs: dict[str, ExperimentConfig], config: str, table: str,
-            metrics: list[Metrics], times: dict[str, float], prior: float) -> str:
+def _report(
+    configs: dict[str, ExperimentConfig],
+    config: str,
+    table: str,
+    metrics: list[Metrics],
+    times: dict[str, float],
+    prior: float,
+) -> str:
     tnp, cnp = metrics
     cfg = configs["tnp"]
     sizes = "; ".join(f"{n}: {c.model_options()}" for n, c in configs.items())
@@ -81,7 +94,8 @@ def _report(configs: dict[str, ExperimentConfig], config: str, table: str,
     near_prior = (
         f" {', '.join(near)} scored within 0.2 nats of the GP prior ({prior:.3f}, the score of "
         "ignoring the context): at this budget it has barely started to use the context."
-        if near else ""
+        if near
+        else ""
     )
     paper = PAPER_KR1_RBF_NLL
     return f"""# Demo: TNP vs CNP vs the exact GP posterior on 1D RBF GP regression

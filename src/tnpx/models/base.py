@@ -15,9 +15,11 @@ from torch import nn
 from torch.distributions import Distribution
 
 from ..batch import Batch
+from ..likelihoods import build_likelihood
 from ..validation import validate_inputs
 
 REGISTRY: dict[str, type[NeuralProcess]] = {}
+PRESETS: dict[str, dict[str, dict]] = {}  # model name -> preset name -> hyper-parameters
 
 
 def register(name: str):
@@ -33,6 +35,12 @@ def register(name: str):
     return wrap
 
 
+def register_preset(model: str, preset: str, **hyper) -> None:
+    """Name a set of hyper-parameters of ``model`` (e.g. a paper's ablation), usable as
+    ``build_model(model, preset=preset)`` or ``model.preset`` in a config."""
+    PRESETS.setdefault(model, {})[preset] = hyper
+
+
 @dataclass
 class HeadHyper:
     """Likelihood options shared by every model with a Gaussian head."""
@@ -40,6 +48,11 @@ class HeadHyper:
     likelihood: str = "heteroscedastic"  # heteroscedastic | homoscedastic
     min_std: float = 1e-3
     scale_transform: str = "softplus"  # softplus (TE) | exp (TNP-KR)
+
+
+def likelihood_head(hyper: HeadHyper, dim_y: int) -> nn.Module:
+    """The Gaussian head a model's ``HeadHyper`` options describe."""
+    return build_likelihood(hyper.likelihood, dim_y, hyper.min_std, hyper.scale_transform)
 
 
 class NeuralProcess(nn.Module):
@@ -110,11 +123,15 @@ def hyper_names(cls: type[NeuralProcess]) -> list[str]:
     return [f.name for f in fields(cls.Hyper)]
 
 
-def build_model(name: str, dim_x: int = 1, dim_y: int = 1, **overrides) -> NeuralProcess:
+def build_model(
+    name: str, dim_x: int = 1, dim_y: int = 1, preset: str | None = None, **overrides
+) -> NeuralProcess:
     """Build the registered model ``name`` for ``dim_x`` inputs and ``dim_y`` outputs.
 
-    ``overrides`` set hyper-parameters (``dim_model``, ``n_layers``, ...); a name the model
-    does not take is a ``ValueError`` listing the ones it does.
+    ``preset`` names a set of hyper-parameters registered for the model (``PRESETS``, e.g.
+    ``te-pt-tnp``'s ``no-input-adjustment`` ablation); ``overrides`` set hyper-parameters
+    (``dim_model``, ``n_layers``, ...) on top. A name the model does not take is a
+    ``ValueError`` listing the ones it does.
 
     Example:
         >>> import tnpx
@@ -123,6 +140,13 @@ def build_model(name: str, dim_x: int = 1, dim_y: int = 1, **overrides) -> Neura
     if name not in REGISTRY:
         raise ValueError(f"unknown model {name!r}; registered: {', '.join(list_models())}")
     cls = REGISTRY[name]
+    if preset is not None:
+        presets = PRESETS.get(name, {})
+        if preset not in presets:
+            raise ValueError(
+                f"model {name!r} has no preset {preset!r}; presets: {', '.join(presets) or 'none'}"
+            )
+        overrides = {**presets[preset], **overrides}
     valid = hyper_names(cls)
     unknown = sorted(set(overrides) - set(valid))
     if unknown:

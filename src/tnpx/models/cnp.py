@@ -6,9 +6,8 @@ from dataclasses import dataclass
 
 import torch
 
-from ..likelihoods import build_likelihood
 from ..nn import MLP
-from .base import HeadHyper, NeuralProcess, register
+from .base import HeadHyper, NeuralProcess, likelihood_head, register
 
 
 def masked_mean(z: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
@@ -37,9 +36,7 @@ class CNP(NeuralProcess):
     def __init__(self, dim_x: int, dim_y: int, hyper: CNPHyper):
         super().__init__(dim_x, dim_y, hyper)
         d = hyper.dim_model
-        self.likelihood = build_likelihood(
-            hyper.likelihood, dim_y, hyper.min_std, hyper.scale_transform
-        )
+        self.likelihood = likelihood_head(hyper, dim_y)
         self.encoder = MLP(dim_x + dim_y, d, d, hyper.n_encoder_hidden)
         self.decoder = MLP(d + dim_x, self.likelihood.n_params, d, hyper.n_decoder_hidden)
 

@@ -16,9 +16,8 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from ..likelihoods import build_likelihood
 from ..nn import MLP, PreNormAttentionBlock
-from .base import HeadHyper, NeuralProcess, register
+from .base import HeadHyper, NeuralProcess, likelihood_head, register
 
 
 @dataclass
@@ -38,9 +37,7 @@ class _TransformerNP(NeuralProcess):
     def __init__(self, dim_x: int, dim_y: int, hyper: TNPHyper):
         super().__init__(dim_x, dim_y, hyper)
         d = hyper.dim_model
-        self.likelihood = build_likelihood(
-            hyper.likelihood, dim_y, hyper.min_std, hyper.scale_transform
-        )
+        self.likelihood = likelihood_head(hyper, dim_y)
         self.embed = MLP(dim_x + dim_y + 1, d, d, hyper.n_embed_hidden)
         self.layers = nn.ModuleList(
             PreNormAttentionBlock(d, hyper.n_heads, hyper.dim_head, hyper.dim_ff)

@@ -1,0 +1,166 @@
+"""Translation-equivariant multi-head attention (TE paper, Eq. 7–10; thesis §4.3).
+
+Tokens carry no input location. The logit of head ``h`` between query ``n`` and key ``m`` is
+a function of the per-head scaled dot products and of the relative position
+``x_n - x_m`` (or the distance ``|x_n - x_m|`` for rotation invariance), so shifting every
+location by the same offset leaves the attention weights unchanged. Optionally the query
+locations move too (Eq. 10): ``x_n <- x_n + 1/N sum_m (x_n - x_m) * phi(alpha_.nm)``.
+
+Per-pair features exist only per query chunk: peak memory is ``[batch, chunk, n_keys,
+hidden]``, never ``[batch, n_queries, n_keys, hidden]``. When a call needs several chunks
+and gradients are on, each chunk is recomputed in the backward pass (activation
+checkpointing), so training memory is bounded by a chunk as well.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+from torch.utils.checkpoint import checkpoint
+
+from .mlp import MLP
+
+RELATIVE_KINDS = ("post", "pre", "rbf", "identity")
+
+
+class RelativeLogits(nn.Module):
+    """Maps dot products ``[..., H]`` and relative positions ``[..., dim_rel]`` to ``[..., H]``.
+
+    - ``post`` (TE Eq. 8, thesis "post MLP"): ``rho(cat[dots, rel])``, rho an MLP with two
+      hidden layers taking all heads' dot products together.
+    - ``pre`` (thesis "pre MLP"): ``dots + kappa(rel)``.
+    - ``rbf``: ``dots + exp(-|rel|^2 / (2 sigma_h^2))`` with a learned width per head.
+    - ``identity`` (thesis baseline): ``dots + sum_d rel_d`` (``F(Δ) = Δ`` in 1D).
+    """
+
+    def __init__(self, n_heads: int, dim_rel: int, kind: str = "post", dim_hidden: int = 128):
+        super().__init__()
+        if kind not in RELATIVE_KINDS:
+            raise ValueError(f"relative must be one of {RELATIVE_KINDS}, got {kind!r}")
+        self.kind = kind
+        if kind == "post":
+            self.rho = MLP(n_heads + dim_rel, n_heads, dim_hidden, n_hidden=2)
+        elif kind == "pre":
+            self.kappa = MLP(dim_rel, n_heads, dim_hidden, n_hidden=2)
+        elif kind == "rbf":
+            self.log_width = nn.Parameter(torch.zeros(n_heads))
+
+    def forward(self, dots: torch.Tensor, rel: torch.Tensor) -> torch.Tensor:
+        if self.kind == "post":
+            return self.rho(torch.cat([dots, rel], -1))  # TE Eq. 8
+        if self.kind == "pre":
+            return dots + self.kappa(rel)
+        if self.kind == "rbf":
+            sq = rel.pow(2).sum(-1, keepdim=True)
+            return dots + torch.exp(-0.5 * sq / torch.exp(2 * self.log_width))
+        return dots + rel.sum(-1, keepdim=True)
+
+
+class TEMultiHeadAttention(nn.Module):
+    """Translation-equivariant multi-head attention with an optional location update.
+
+    Args:
+        dim_model, n_heads, dim_head: token size and heads.
+        dim_x: input-location dimension.
+        relative: how logits combine dot products and positions (see :class:`RelativeLogits`).
+        rotation_invariant: use the distance ``|x_n - x_m|`` instead of the difference.
+        location_update: apply TE Eq. 10 to the query locations (needs the difference).
+        dim_hidden: width of the rho / kappa / phi MLPs (default ``dim_model``).
+        chunk_elements: bound on ``batch * chunk * n_keys * dim_hidden`` per query chunk.
+    """
+
+    def __init__(
+        self,
+        dim_model: int,
+        n_heads: int,
+        dim_head: int,
+        dim_x: int,
+        relative: str = "post",
+        rotation_invariant: bool = False,
+        location_update: bool = False,
+        dim_hidden: int | None = None,
+        chunk_elements: int = 2**24,
+    ):
+        super().__init__()
+        if location_update and rotation_invariant:
+            raise ValueError(
+                "the location update (Eq. 10) needs x_n - x_m; it is not defined "
+                "for the rotation-invariant distance form"
+            )
+        inner, hidden = n_heads * dim_head, dim_hidden or dim_model
+        self.n_heads, self.dim_head, self.dim_x = n_heads, dim_head, dim_x
+        self.rotation_invariant, self.chunk_elements = rotation_invariant, chunk_elements
+        self.to_q = nn.Linear(dim_model, inner)
+        self.to_k = nn.Linear(dim_model, inner)
+        self.to_v = nn.Linear(dim_model, inner)
+        self.to_out = nn.Linear(inner, dim_model)
+        self.logits = RelativeLogits(n_heads, 1 if rotation_invariant else dim_x, relative, hidden)
+        self.phi = MLP(n_heads, dim_x, hidden, n_hidden=2) if location_update else None
+        self._hidden = hidden
+
+    def _split(self, z: torch.Tensor) -> torch.Tensor:
+        b, n, _ = z.shape
+        return z.view(b, n, self.n_heads, self.dim_head).transpose(1, 2)
+
+    def chunk_size(self, batch: int, n_keys: int) -> int:
+        """Queries per chunk so a chunk's pair features stay within ``chunk_elements``."""
+        return max(1, self.chunk_elements // max(batch * n_keys * self._hidden, 1))
+
+    def forward(
+        self,
+        zq: torch.Tensor,
+        zk: torch.Tensor,
+        xq: torch.Tensor,
+        xk: torch.Tensor,
+        key_mask: torch.Tensor | None = None,
+        chunk_size: int | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """zq ``[b, n_q, d]``, zk ``[b, n_k, d]``, xq ``[b, n_q, dim_x]``, xk ``[b, n_k, dim_x]``,
+        key_mask ``[b, n_k]`` (True = may attend).
+
+        Returns the attention output ``[b, n_q, d]`` and the query locations
+        ``[b, n_q, dim_x]`` (moved by Eq. 10 when the location update is on)."""
+        b, n_q, _ = zq.shape
+        n_k = zk.shape[1]
+        inner = self.n_heads * self.dim_head
+        if n_k == 0 or n_q == 0:
+            return self.to_out(zq.new_zeros(b, n_q, inner)), xq
+        q, k, v = self._split(self.to_q(zq)), self._split(self.to_k(zk)), self._split(self.to_v(zk))
+        if key_mask is None:
+            key_mask = torch.ones(b, n_k, dtype=torch.bool, device=zq.device)
+        has_key = key_mask.any(-1)
+        safe_mask = key_mask | ~has_key[:, None]  # no valid key: attend to all, zeroed below
+        size = chunk_size or self.chunk_size(b, n_k)
+        grad = torch.is_grad_enabled() and size < n_q
+        outs, moves = [], []
+        for start in range(0, n_q, size):
+            part = slice(start, start + size)
+            args = (q[:, :, part], k, v, xq[:, part], xk, safe_mask)
+            out, move = (
+                checkpoint(self._chunk, *args, use_reentrant=False) if grad else self._chunk(*args)
+            )
+            outs.append(out)
+            moves.append(move)
+        out = torch.cat(outs, 1) * has_key[:, None, None].to(zq.dtype)
+        if self.phi is not None:
+            xq = xq + torch.cat(moves, 1) * has_key[:, None, None].to(xq.dtype)
+        return self.to_out(out), xq
+
+    def _chunk(self, q, k, v, xq, xk, key_mask):
+        """One query chunk: q ``[b, H, c, dh]``, xq ``[b, c, dim_x]`` -> ``[b, c, H*dh]`` and the
+        Eq. 10 location move ``[b, c, dim_x]`` (zeros when the update is off)."""
+        dots = (q @ k.transpose(-1, -2)) / math.sqrt(self.dim_head)  # [b, H, c, n_k]
+        diff = xq[:, :, None, :] - xk[:, None, :, :]  # [b, c, n_k, dim_x]
+        rel = diff.norm(dim=-1, keepdim=True) if self.rotation_invariant else diff
+        logits = self.logits(dots.permute(0, 2, 3, 1), rel).permute(0, 3, 1, 2)  # TE Eq. 7-8
+        logits = logits.masked_fill(~key_mask[:, None, None, :], float("-inf"))
+        attn = torch.softmax(logits, dim=-1)  # [b, H, c, n_k]
+        out = (attn @ v).transpose(1, 2).flatten(2)
+        if self.phi is None:
+            return out, xq.new_zeros(xq.shape)
+        # TE Eq. 10 with C = 1/N: mean over valid keys of (x_n - x_m) * phi(alpha_.nm).
+        weight = self.phi(attn.permute(0, 2, 3, 1)) * key_mask[:, None, :, None]
+        count = key_mask.sum(-1).clamp_min(1).to(diff.dtype)[:, None, None]
+        return out, (diff * weight).sum(2) / count
