@@ -16,7 +16,7 @@ import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from omegaconf import OmegaConf
+from omegaconf import DictConfig, OmegaConf
 
 # Keys of the model section besides the model's own hyper-parameters.
 MODEL_KEYS = {"name": str, "dim_x": int, "dim_y": int, "preset": str}
@@ -169,14 +169,27 @@ def config_from_dict(values: dict) -> ExperimentConfig:
     return cfg
 
 
+def read_yaml(path: str | Path, _seen: tuple = ()) -> DictConfig:
+    """Read a YAML config; a top-level ``base: other.yaml`` (relative to this file) is read
+    first and this file's keys are merged over it, so a variant states only what differs."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"config file {path} not found")
+    if path.resolve() in _seen:
+        raise ConfigError(f"config file {path} includes itself through 'base'")
+    cfg = OmegaConf.load(path)
+    parent = cfg.pop("base", None)
+    if parent is None:
+        return cfg
+    return OmegaConf.merge(read_yaml(path.parent / parent, (*_seen, path.resolve())), cfg)
+
+
 def load_config(
     path: str | Path | None = None, overrides: list[str] | None = None
 ) -> ExperimentConfig:
     """Read a YAML config (or start from defaults), apply ``key=value`` overrides, check it."""
-    if path is not None and not Path(path).is_file():
-        raise ConfigError(f"config file {path} not found")
     defaults = OmegaConf.create(dataclasses.asdict(ExperimentConfig()))
-    base = OmegaConf.merge(defaults, OmegaConf.load(path) if path else {})
+    base = OmegaConf.merge(defaults, read_yaml(path) if path else {})
     for item in overrides or []:
         if "=" not in item:
             raise ConfigError(f"override {item!r} is not of the form section.key=value")

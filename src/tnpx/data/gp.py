@@ -52,6 +52,8 @@ class GPConfig:
     min_ctx: int = 3
     max_ctx: int = 49
     shift: float = 0.0
+    input_distribution: str = "uniform"  # uniform | bimodal (uniform layout; TE Table 7)
+    bimodal_ranges: list[list[float]] = field(default_factory=lambda: [[-4.0, -1.0], [1.0, 4.0]])
 
 
 class GPSampler:
@@ -70,6 +72,11 @@ class GPSampler:
     def __init__(self, config: GPConfig | None = None, batch_size: int = 16, seed: int = 0):
         self.config = config = config or GPConfig()
         self.kernel_ids = torch.tensor([KERNELS.index(canonical_kernel(k)) for k in config.kernels])
+        if config.input_distribution not in ("uniform", "bimodal"):
+            raise ValueError(f"input_distribution must be 'uniform' or 'bimodal', got "
+                             f"{config.input_distribution!r}")
+        if config.input_distribution == "bimodal" and config.layout != "uniform":
+            raise ValueError("input_distribution='bimodal' needs layout='uniform'")
         if config.layout not in ("kr", "uniform"):
             raise ValueError(f"layout must be 'kr' or 'uniform', got {config.layout!r}")
         if config.lengthscale_prior not in ("beta", "loguniform", "fixed"):
@@ -134,9 +141,18 @@ class GPSampler:
             x_all = torch.cat([rand, grid]) + c.shift
             x_all = x_all.expand(b, -1, -1)
             return x_all[:, :n_ctx], x_all
+        if c.input_distribution == "bimodal":  # TE F.5 (Eq. 44): context and targets alike
+            return self._bimodal(g, (b, n_ctx, d)), self._bimodal(g, (b, c.n_tgt, d))
         xc = uniform(g, (b, n_ctx, d), c.ctx_range[0], c.ctx_range[1]) + c.shift
         xt = uniform(g, (b, c.n_tgt, d), c.tgt_range[0], c.tgt_range[1]) + c.shift
         return xc, xt
+
+    def _bimodal(self, g: torch.Generator, shape: tuple[int, ...]) -> torch.Tensor:
+        """Each input from one of two intervals with probability 1/2 (TE Eq. 44), shifted."""
+        (lo0, hi0), (lo1, hi1) = self.config.bimodal_ranges
+        pick = torch.rand(shape, generator=g, dtype=torch.float64) < 0.5
+        first, second = uniform(g, shape, lo0, hi0), uniform(g, shape, lo1, hi1)
+        return torch.where(pick, first, second) + self.config.shift
 
     def sample(self, generator: torch.Generator, batch_size: int | None = None) -> Batch:
         """One batch of tasks drawn with ``generator`` only.

@@ -107,6 +107,7 @@ class TEPTTNPHyper(PTTNPHyper):
     relative: str = "post"
     location_update: bool = True  # TE Eq. 10 on pseudo, context and target locations
     pseudo_init: str = "attention"  # TE Eq. 11 ("attention") or v0 + mean of x_c ("mean")
+    dim_relative_hidden: int | None = None  # width of the rho / phi MLPs (None: dim_model)
     chunk_elements: int = 2**24
 
 
@@ -167,6 +168,7 @@ class TEPTTNP(NeuralProcess):
             "relative": hyper.relative,
             "location_update": hyper.location_update,
             "chunk_elements": hyper.chunk_elements,
+            "dim_hidden": hyper.dim_relative_hidden,
         }
         self.layers = nn.ModuleList(
             nn.ModuleList(

@@ -33,6 +33,7 @@ class TETNPHyper(HeadHyper):
     location_update: bool = True  # TE Eq. 10 (the paper's model)
     share_weights: bool = False  # one block for context MHSA and target MHCA (released code)
     update_order: str = "sequential"  # targets attend to the updated context, or the layer input
+    dim_relative_hidden: int | None = None  # width of the rho / phi MLPs (None: dim_model)
     chunk_elements: int = 2**24  # bound on pair features per query chunk
 
 
@@ -65,6 +66,7 @@ class _TETNPBase(NeuralProcess):
             "location_update": hyper.location_update,
             "rotation_invariant": self.rotation_invariant_logits,
             "chunk_elements": hyper.chunk_elements,
+            "dim_hidden": hyper.dim_relative_hidden,
         }
 
         def block():
