@@ -1,0 +1,85 @@
+"""Time and peak memory of one TE-TNP forward (batch 1, Nc = Nt = N), with the pair features
+computed in query chunks (the default) and all at once. Each point runs in its own process
+with a time and memory limit (``tnpx.bench.measure``), so an out-of-memory point is recorded,
+not fatal. Writes ``results/perf/te_attention.md`` and ``.json``.
+
+    python benchmarks/te_attention.py [--sizes 100 1000 10000] [--timeout 900]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import tnpx
+from tnpx.bench import OK, measure
+from tnpx.report import command_line, git_commit, hardware
+
+UNCHUNKED = 2**62  # chunk_elements so large that every call is one chunk
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="*", default=[100, 1000, 3000, 10000])
+    parser.add_argument("--timeout", type=float, default=900)
+    parser.add_argument("--memory-gb", type=float, default=16.0)
+    parser.add_argument("--out", default="results/perf")
+    args = parser.parse_args()
+    commit = git_commit()
+    defaults = tnpx.build_model("te-tnp").hyper
+    hidden = defaults.dim_model
+    rows = []
+    for n in args.sizes:
+        row = {"n": n, "pair_features_gb": n * n * hidden * 4 / 2**30}
+        for label, chunk in (("chunked", defaults.chunk_elements), ("unchunked", UNCHUNKED)):
+            spec = {"model": "te-tnp", "options": {"chunk_elements": chunk}, "n_ctx": n,
+                    "n_tgt": n, "repeats": 3 if n <= 1000 else 1}
+            row[label] = measure(spec, timeout_s=args.timeout, memory_gb=args.memory_gb)
+            print(n, label, row[label], flush=True)
+        rows.append(row)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "te_attention.json").write_text(json.dumps(rows, indent=2))
+    (out / "te_attention.md").write_text(report(rows, args, commit, defaults))
+    print(f"wrote {out / 'te_attention.md'}")
+
+
+def cell(result: dict) -> str:
+    if result["status"] != OK:
+        return f"{result['status'].upper()} ({result['message'][:60]})"
+    return f"{result['seconds']:.2f} s, {result['peak_mb']:.0f} MB"
+
+
+def report(rows, args, commit, hyper) -> str:
+    table = ["| N = Nc = Nt | chunked: time, peak memory | unchunked: time, peak memory | "
+             "[N, N, hidden] pair features if materialised |", "| ---: | --- | --- | ---: |"]
+    table += [f"| {r['n']:,} | {cell(r['chunked'])} | {cell(r['unchunked'])} | "
+              f"{r['pair_features_gb']:.2f} GB |" for r in rows]
+    return f"""# TE-TNP forward: chunked vs unchunked pair features
+
+**What**: wall time and peak memory (resident, above the level before the call) of one
+TE-TNP forward, batch 1, Nc = Nt = N, no gradients. Lower is better. The model is the TE F.1
+default size (D_z {hyper.dim_model}, {hyper.n_layers} layers of {hyper.n_heads} heads, rho and
+phi MLPs {hyper.dim_model} wide, location update on). "Chunked" computes the per-pair
+features per query chunk of at most {hyper.chunk_elements:,} elements; "unchunked" forms
+them for all queries at once. Each point runs in its own process, limited to
+{args.timeout:.0f} s and {args.memory_gb:.0f} GB of address space above its start-up size.
+
+**Command**: `{command_line()}`, commit `{commit}`.
+
+**Protocol or budget**: a micro-benchmark (issue: TE attention memory), not a paper table.
+
+**Hardware**: {hardware()}.
+
+{chr(10).join(table)}
+
+**Reading**: the chunked form keeps peak memory at the size of a chunk of pair features,
+whatever N; the unchunked form needs the whole [N, N, hidden] tensor and runs out of memory
+once that passes the limit. Time grows as N² either way: the rho MLP runs on every
+(query, key) pair, which is the cost of TE attention.
+"""
+
+
+if __name__ == "__main__":
+    main()
