@@ -12,14 +12,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
 from pathlib import Path
 
-import tnpx
 from tnpx.config import load_config
-from tnpx.evaluate import Metrics, build_test_sampler, evaluate
+from tnpx.evaluate import Metrics, cached_evaluate
 from tnpx.report import command_line, git_commit, hardware
-from tnpx.train import fit
+from tnpx.train import train_or_load
 
 SHIFTS = [0.0, 0.2, 0.4, 0.6, 0.8, 1.0]
 MODELS = ["tnp", "pt-tnp-ist", "te-tnp", "te-pt-tnp"]
@@ -40,24 +38,12 @@ def config_path(model: str, exact: bool) -> str:
 def trained_model(model: str, exact: bool, cells: Path, overrides: list[str]):
     """Train (or resume, or reuse) the model; returns it, its config and training seconds."""
     cfg = load_config(config_path(model, exact), overrides)
-    final = Path(cfg.train.out_dir) / "model.pt"
     record = cells / f"{model}-train.json"
-    if not final.exists():
-        start = time.perf_counter()
-        fit(cfg, resume=True)
-        seconds = time.perf_counter() - start
+    trained, seconds = train_or_load(cfg)
+    if seconds is not None:
         record.write_text(json.dumps({"seconds": seconds, "steps": cfg.train.steps}))
     seconds = json.loads(record.read_text())["seconds"] if record.exists() else float("nan")
-    return tnpx.load(final), cfg, seconds
-
-
-def score(model, cfg, shift: float, cells: Path) -> Metrics:
-    cell = cells / f"{cfg.model['name']}-shift{shift:.1f}.json"
-    if cell.exists():
-        return Metrics(**json.loads(cell.read_text()))
-    metrics = evaluate(model, build_test_sampler(cfg, shift=shift), cfg.eval.n_batches)
-    cell.write_text(json.dumps(metrics.as_dict()))
-    return metrics
+    return trained, cfg, seconds
 
 
 def main() -> None:
@@ -77,7 +63,8 @@ def main() -> None:
     for name in args.models:
         overrides = [*args.overrides, *([f"train.out_dir={args.runs}/{name}"] if args.runs else [])]
         model, cfg, seconds[name] = trained_model(name, args.exact, cells, overrides)
-        table[name] = [score(model, cfg, shift, cells) for shift in SHIFTS]
+        table[name] = [cached_evaluate(model, cfg, cells / f"{name}-shift{shift:.1f}.json",
+                                       shift=shift) for shift in SHIFTS]
         print(name, " ".join(f"{m.ll:.3f}" for m in table[name]), flush=True)
     (out / "results.json").write_text(json.dumps(
         {name: [m.as_dict() for m in row] for name, row in table.items()}, indent=2))

@@ -10,14 +10,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
 from pathlib import Path
 
-import tnpx
 from tnpx.config import load_config
-from tnpx.evaluate import Metrics, build_test_sampler, evaluate
+from tnpx.evaluate import cached_evaluate
 from tnpx.report import command_line, git_commit, hardware
-from tnpx.train import fit
+from tnpx.train import train_or_load
 
 VARIANTS = {  # label -> config stem
     "TE-PT-TNP (input adjustment)": "te1-te-pt-tnp",
@@ -41,20 +39,14 @@ def main() -> None:
     rows, seconds, cfg = {}, {}, None
     for label, stem in VARIANTS.items():
         cfg = load_config(f"configs/{stem}{'' if args.exact else '-budget'}.yaml")
-        final = Path(cfg.train.out_dir) / "model.pt"
-        if not final.exists():
-            start = time.perf_counter()
-            fit(cfg, resume=True)
-            seconds[label] = time.perf_counter() - start
-        model = tnpx.load(final)
-        rows[label] = {}
-        for test, data in TESTS.items():
-            cell = out / "cells" / f"{stem}-{test}.json"
-            if not cell.exists():
-                m = evaluate(model, build_test_sampler(cfg, **data), cfg.eval.n_batches)
-                cell.write_text(json.dumps(m.as_dict()))
-            rows[label][test] = Metrics(**json.loads(cell.read_text()))
-            print(label, test, f"{rows[label][test].ll:.3f}", flush=True)
+        model, spent = train_or_load(cfg)
+        if spent is not None:
+            seconds[label] = spent
+        rows[label] = {
+            test: cached_evaluate(model, cfg, out / "cells" / f"{stem}-{test}.json", **data)
+            for test, data in TESTS.items()
+        }
+        print(label, {t: round(m.ll, 3) for t, m in rows[label].items()}, flush=True)
     (out / "results.json").write_text(
         json.dumps({k: {t: m.as_dict() for t, m in v.items()} for k, v in rows.items()}, indent=2)
     )

@@ -199,3 +199,21 @@ def test_two_process_ddp_gloo(tmp_path):
     ]
     assert max(diffs) > 1e-6
     assert all(torch.isfinite(v).all() for v in ddp.state_dict().values())
+
+
+def test_train_or_load_and_cached_evaluate(tmp_path):
+    from tnpx.evaluate import cached_evaluate
+    from tnpx.train import train_or_load
+
+    cfg = _cfg(tmp_path, steps=5, checkpoint_every=1000, val_every=1000)
+    model, seconds = train_or_load(cfg)
+    assert seconds is not None and (tmp_path / "run/model.pt").exists()
+    again, seconds_again = train_or_load(cfg)
+    assert seconds_again is None
+    for a, b in zip(model.state_dict().values(), again.state_dict().values()):
+        assert torch.equal(a, b)
+    cell = tmp_path / "cells/tiny.json"
+    first = cached_evaluate(model, cfg, cell, shift=1.0)
+    assert cell.exists()
+    cell.write_text(cell.read_text().replace(f'"ll": {first.ll}', '"ll": 123.0'))
+    assert cached_evaluate(model, cfg, cell, shift=1.0).ll == 123.0  # read back, not recomputed

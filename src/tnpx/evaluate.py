@@ -3,8 +3,10 @@ oracle on the same tasks and each model's gap to it, and 95% interval coverage."
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
 import torch
 
@@ -113,3 +115,17 @@ def format_table(rows: list[Metrics]) -> str:
             f"{oracle.oracle_ll_se:.3f} | 0 | — |"
         )
     return "\n".join(lines)
+
+
+def cached_evaluate(model: NeuralProcess, cfg: ExperimentConfig, cell: str | Path,
+                    **data_overrides) -> Metrics:
+    """:func:`evaluate` on the experiment's test set (with ``data_overrides``), stored as JSON
+    at ``cell`` and read back from there next time, so a table can be built cell by cell and
+    resumed."""
+    cell = Path(cell)
+    if cell.exists():
+        return Metrics(**json.loads(cell.read_text()))
+    metrics = evaluate(model, build_test_sampler(cfg, **data_overrides), cfg.eval.n_batches)
+    cell.parent.mkdir(parents=True, exist_ok=True)
+    cell.write_text(json.dumps(metrics.as_dict()))
+    return metrics

@@ -303,3 +303,17 @@ def experiment_of(path: str | Path) -> ExperimentConfig | None:
     record = read_checkpoint(path)
     text = record.get("experiment")
     return config_from_yaml(text) if text else None
+
+
+def train_or_load(cfg: ExperimentConfig) -> tuple[NeuralProcess, float | None]:
+    """The trained model of ``cfg``: loaded from ``<out_dir>/model.pt`` when the run has
+    finished, otherwise trained (resuming from its last checkpoint). Returns the model and the
+    seconds spent training in this call (``None`` when it was loaded)."""
+    from .checkpoint import load
+
+    final = Path(cfg.train.out_dir) / "model.pt"
+    if final.exists():
+        return load(final), None
+    start = time.perf_counter()
+    result = fit(cfg, resume=True)
+    return result.model.eval(), time.perf_counter() - start
