@@ -35,15 +35,11 @@ def config_path(model: str, exact: bool) -> str:
     return f"configs/{stem}{'' if exact else '-budget'}.yaml"
 
 
-def trained_model(model: str, exact: bool, cells: Path, overrides: list[str]):
+def trained_model(model: str, exact: bool, overrides: list[str]):
     """Train (or resume, or reuse) the model; returns it, its config and training seconds."""
     cfg = load_config(config_path(model, exact), overrides)
-    record = cells / f"{model}-train.json"
     trained, seconds = train_or_load(cfg)
-    if seconds is not None:
-        record.write_text(json.dumps({"seconds": seconds, "steps": cfg.train.steps}))
-    seconds = json.loads(record.read_text())["seconds"] if record.exists() else float("nan")
-    return trained, cfg, seconds
+    return trained, cfg, float("nan") if seconds is None else seconds
 
 
 def main() -> None:
@@ -62,12 +58,15 @@ def main() -> None:
     table, seconds, cfg = {}, {}, None
     for name in args.models:
         overrides = [*args.overrides, *([f"train.out_dir={args.runs}/{name}"] if args.runs else [])]
-        model, cfg, seconds[name] = trained_model(name, args.exact, cells, overrides)
-        table[name] = [cached_evaluate(model, cfg, cells / f"{name}-shift{shift:.1f}.json",
-                                       shift=shift) for shift in SHIFTS]
+        model, cfg, seconds[name] = trained_model(name, args.exact, overrides)
+        table[name] = [
+            cached_evaluate(model, cfg, cells / f"{name}-shift{shift:.1f}.json", shift=shift)
+            for shift in SHIFTS
+        ]
         print(name, " ".join(f"{m.ll:.3f}" for m in table[name]), flush=True)
-    (out / "results.json").write_text(json.dumps(
-        {name: [m.as_dict() for m in row] for name, row in table.items()}, indent=2))
+    (out / "results.json").write_text(
+        json.dumps({name: [m.as_dict() for m in row] for name, row in table.items()}, indent=2)
+    )
     plot(table, out / "ll_vs_shift.png")
     (out / "README.md").write_text(report(table, seconds, cfg, args.exact, commit))
     print(f"wrote {out / 'README.md'}")
@@ -82,8 +81,14 @@ def plot(table: dict[str, list[Metrics]], path: Path) -> None:
     fig, ax = plt.subplots(figsize=(5.5, 3.8))
     for name, row in table.items():
         style = "-" if name.startswith("te-") else "--"
-        ax.errorbar(SHIFTS, [m.ll for m in row], [m.ll_se for m in row], fmt="o" + style,
-                    capsize=3, label=name)
+        ax.errorbar(
+            SHIFTS,
+            [m.ll for m in row],
+            [m.ll_se for m in row],
+            fmt="o" + style,
+            capsize=3,
+            label=name,
+        )
     oracle = next(iter(table.values()))
     ax.plot(SHIFTS, [m.oracle_ll for m in oracle], "k:", label="gp-oracle")
     ax.set_xlabel("test-time shift Δ")
@@ -95,24 +100,34 @@ def plot(table: dict[str, list[Metrics]], path: Path) -> None:
 
 
 def report(table, seconds, cfg, exact: bool, commit: str) -> str:
+    sizes = {k: v for k, v in cfg.model.items() if k.startswith("dim")}
     head = "| model | " + " | ".join(f"Δ={s}" for s in SHIFTS) + " | train time |"
     rows = [head, "|" + " --- |" * (len(SHIFTS) + 2)]
     for name, row in table.items():
         cells = [f"{m.ll:.3f} ± {m.ll_se:.3f} ({PAPER[name][i]:+.2f})" for i, m in enumerate(row)]
         rows.append(f"| {name} | " + " | ".join(cells) + f" | {seconds[name]:.0f} s |")
     oracle = next(iter(table.values()))
-    rows.append("| gp-oracle | " + " | ".join(f"{m.oracle_ll:.3f} ± {m.oracle_ll_se:.3f}"
-                                           for m in oracle) + " | — |")
+    rows.append(
+        "| gp-oracle | "
+        + " | ".join(f"{m.oracle_ll:.3f} ± {m.oracle_ll_se:.3f}" for m in oracle)
+        + " | — |"
+    )
     drop = {n: row[0].ll - row[-1].ll for n, row in table.items()}
-    te_flat = all(abs(drop[n]) < 3 * max(table[n][0].ll_se, 1e-3) + 0.02
-                  for n in table if n.startswith("te-"))
+    te_flat = all(
+        abs(drop[n]) < 3 * max(table[n][0].ll_se, 1e-3) + 0.02 for n in table if n.startswith("te-")
+    )
     non_te_drop = [n for n in table if not n.startswith("te-") and drop[n] > 0.05]
-    protocol = "exact protocol" if exact else (
-        f"budget: {cfg.train.steps} steps of batch {cfg.data['batch_size']} (paper: 500 epochs "
-        f"of 1,000), model size {({k: v for k, v in cfg.model.items() if k.startswith('dim')})} "
-        f"with 3 layers of 4 heads (paper: D_z 128, 5 layers of 8 heads), AdamW "
-        f"{cfg.optim.lr} with warm-up and cosine decay (paper: 5e-4 constant), "
-        f"{cfg.eval.n_batches * cfg.eval.batch_size} test tasks (paper: 80,000)")
+    protocol = (
+        "exact protocol"
+        if exact
+        else (
+            f"budget: {cfg.train.steps} steps of batch {cfg.data['batch_size']} (paper: 500 epochs "
+            f"of 1,000), model size {sizes} "
+            f"with 3 layers of 4 heads (paper: D_z 128, 5 layers of 8 heads), AdamW "
+            f"{cfg.optim.lr} with warm-up and cosine decay (paper: 5e-4 constant), "
+            f"{cfg.eval.n_batches * cfg.eval.batch_size} test tasks (paper: 80,000)"
+        )
+    )
     return f"""# TE-1: 1D GP regression with a test-time shift
 
 **What**: PROTOCOLS TE-1 (TE Table 5): GP tasks with SE, periodic and Matérn-5/2 kernels,

@@ -33,8 +33,13 @@ def main() -> None:
     for n in args.sizes:
         row = {"n": n, "pair_features_gb": n * n * hidden * 4 / 2**30}
         for label, chunk in (("chunked", defaults.chunk_elements), ("unchunked", UNCHUNKED)):
-            spec = {"model": "te-tnp", "options": {"chunk_elements": chunk}, "n_ctx": n,
-                    "n_tgt": n, "repeats": 3 if n <= 1000 else 1}
+            spec = {
+                "model": "te-tnp",
+                "options": {"chunk_elements": chunk},
+                "n_ctx": n,
+                "n_tgt": n,
+                "repeats": 3 if n <= 1000 else 1,
+            }
             row[label] = measure(spec, timeout_s=args.timeout, memory_gb=args.memory_gb)
             print(n, label, row[label], flush=True)
         rows.append(row)
@@ -52,10 +57,16 @@ def cell(result: dict) -> str:
 
 
 def report(rows, args, commit, hyper) -> str:
-    table = ["| N = Nc = Nt | chunked: time, peak memory | unchunked: time, peak memory | "
-             "[N, N, hidden] pair features if materialised |", "| ---: | --- | --- | ---: |"]
-    table += [f"| {r['n']:,} | {cell(r['chunked'])} | {cell(r['unchunked'])} | "
-              f"{r['pair_features_gb']:.2f} GB |" for r in rows]
+    table = [
+        "| N = Nc = Nt | chunked: time, peak memory | unchunked: time, peak memory | "
+        "[N, N, hidden] pair features if materialised |",
+        "| ---: | --- | --- | ---: |",
+    ]
+    table += [
+        f"| {r['n']:,} | {cell(r['chunked'])} | {cell(r['unchunked'])} | "
+        f"{r['pair_features_gb']:.2f} GB |"
+        for r in rows
+    ]
     return f"""# TE-TNP forward: chunked vs unchunked pair features
 
 **What**: wall time and peak memory (resident, above the level before the call) of one

@@ -51,3 +51,31 @@ def test_switching_model_drops_file_options_with_a_warning(tmp_path):
     with pytest.warns(UserWarning, match="ignoring the config file's model options"):
         cfg = load_config(path, ["model.name=cnp"])
     assert cfg.model["name"] == "cnp" and "n_layers" not in cfg.model
+
+
+def test_base_inheritance_merges_and_a_new_model_replaces_the_section(tmp_path):
+    (tmp_path / "parent.yaml").write_text(
+        "name: parent\nmodel: {name: te-tnp, dim_model: 32, relative: pre}\n"
+        "train: {steps: 7, seed: 3}\n"
+    )
+    (tmp_path / "same.yaml").write_text("base: parent.yaml\nname: same\nmodel: {n_layers: 2}\n")
+    (tmp_path / "other.yaml").write_text("base: parent.yaml\nname: other\nmodel: {name: cnp}\n")
+    same = load_config(tmp_path / "same.yaml")
+    assert same.name == "same" and same.train.steps == 7 and same.train.seed == 3
+    assert same.model == {
+        "name": "te-tnp",
+        "dim_x": 1,
+        "dim_y": 1,
+        "dim_model": 32,
+        "relative": "pre",
+        "n_layers": 2,
+    }
+    other = load_config(tmp_path / "other.yaml")
+    assert other.model == {"name": "cnp", "dim_x": 1, "dim_y": 1}
+
+
+def test_base_cycles_are_reported(tmp_path):
+    (tmp_path / "a.yaml").write_text("base: b.yaml\n")
+    (tmp_path / "b.yaml").write_text("base: a.yaml\n")
+    with pytest.raises(ConfigError, match="includes itself"):
+        load_config(tmp_path / "a.yaml")

@@ -207,9 +207,9 @@ def test_train_or_load_and_cached_evaluate(tmp_path):
 
     cfg = _cfg(tmp_path, steps=5, checkpoint_every=1000, val_every=1000)
     model, seconds = train_or_load(cfg)
-    assert seconds is not None and (tmp_path / "run/model.pt").exists()
-    again, seconds_again = train_or_load(cfg)
-    assert seconds_again is None
+    assert seconds > 0 and (tmp_path / "run/model.pt").exists()
+    again, seconds_again = train_or_load(cfg)  # loaded, with the recorded training time
+    assert seconds_again == pytest.approx(seconds, rel=0.5)
     for a, b in zip(model.state_dict().values(), again.state_dict().values()):
         assert torch.equal(a, b)
     cell = tmp_path / "cells/tiny.json"
@@ -217,3 +217,13 @@ def test_train_or_load_and_cached_evaluate(tmp_path):
     assert cell.exists()
     cell.write_text(cell.read_text().replace(f'"ll": {first.ll}', '"ll": 123.0'))
     assert cached_evaluate(model, cfg, cell, shift=1.0).ll == 123.0  # read back, not recomputed
+
+
+def test_train_or_load_refuses_an_unfinished_run(tmp_path, monkeypatch):
+    import tnpx.train as train_module
+
+    cfg = _cfg(tmp_path, steps=30)
+    stopped = train_module.TrainResult(None, tmp_path, 17, 1.0, True, 2.0)
+    monkeypatch.setattr(train_module, "fit", lambda cfg, resume: stopped)
+    with pytest.raises(RuntimeError, match="stopped at step 17 of 30; run again to resume"):
+        train_module.train_or_load(cfg)

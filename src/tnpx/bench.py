@@ -31,11 +31,20 @@ def measure(spec: dict, timeout_s: float = 600, memory_gb: float = 16.0) -> dict
     """
     env = {**os.environ, "TNPX_BENCH_MEMORY_GB": str(memory_gb)}
     try:
-        proc = subprocess.run([sys.executable, "-m", "tnpx.bench", json.dumps(spec)], env=env,
-                              capture_output=True, text=True, timeout=timeout_s)
+        proc = subprocess.run(
+            [sys.executable, "-m", "tnpx.bench", json.dumps(spec)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+        )
     except subprocess.TimeoutExpired:
-        return {"status": TIMEOUT, "seconds": None, "peak_mb": None,
-                "message": f"over {timeout_s:.0f} s"}
+        return {
+            "status": TIMEOUT,
+            "seconds": None,
+            "peak_mb": None,
+            "message": f"over {timeout_s:.0f} s",
+        }
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
     if proc.returncode == 0 and lines:
         return json.loads(lines[-1])
@@ -73,8 +82,13 @@ def _run(spec: dict) -> dict:
         torch.set_num_threads(int(spec["threads"]))
     device = torch.device(spec.get("device", "cpu"))
     torch.manual_seed(0)
-    model = tnpx.build_model(spec["model"], spec.get("dim_x", 1), spec.get("dim_y", 1),
-                             **spec.get("options", {})).to(device).eval()
+    model = (
+        tnpx.build_model(
+            spec["model"], spec.get("dim_x", 1), spec.get("dim_y", 1), **spec.get("options", {})
+        )
+        .to(device)
+        .eval()
+    )
     b, dim_x, dim_y = spec.get("batch", 1), spec.get("dim_x", 1), spec.get("dim_y", 1)
     xc = torch.rand(b, spec["n_ctx"], dim_x, device=device) * 4 - 2
     yc = torch.randn(b, spec["n_ctx"], dim_y, device=device)
@@ -93,8 +107,9 @@ def _run(spec: dict) -> dict:
             pred = model(xc, yc, xt)
             _ = pred.mean.sum().item()  # forces the computation (and a device sync)
             times.append(time.perf_counter() - start)
-    peak = (torch.cuda.max_memory_allocated() / 2**20 if device.type == "cuda"
-            else _peak_mb() - before)
+    peak = (
+        torch.cuda.max_memory_allocated() / 2**20 if device.type == "cuda" else _peak_mb() - before
+    )
     return {"status": OK, "seconds": statistics.median(times), "peak_mb": peak, "message": ""}
 
 
@@ -104,5 +119,13 @@ if __name__ == "__main__":
     except (MemoryError, RuntimeError) as err:
         text = str(err)
         kind = OOM if ("alloc" in text.lower() or "memory" in text.lower()) else ERROR
-        print(json.dumps({"status": kind, "seconds": None, "peak_mb": None,
-                          "message": text.splitlines()[0][:200] if text else type(err).__name__}))
+        print(
+            json.dumps(
+                {
+                    "status": kind,
+                    "seconds": None,
+                    "peak_mb": None,
+                    "message": text.splitlines()[0][:200] if text else type(err).__name__,
+                }
+            )
+        )

@@ -171,7 +171,8 @@ def config_from_dict(values: dict) -> ExperimentConfig:
 
 def read_yaml(path: str | Path, _seen: tuple = ()) -> DictConfig:
     """Read a YAML config; a top-level ``base: other.yaml`` (relative to this file) is read
-    first and this file's keys are merged over it, so a variant states only what differs."""
+    first and this file's keys are merged over it, so a variant states only what differs.
+    A file that names a different ``model.name`` replaces the parent's model section."""
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"config file {path} not found")
@@ -181,7 +182,11 @@ def read_yaml(path: str | Path, _seen: tuple = ()) -> DictConfig:
     parent = cfg.pop("base", None)
     if parent is None:
         return cfg
-    return OmegaConf.merge(read_yaml(path.parent / parent, (*_seen, path.resolve())), cfg)
+    inherited = read_yaml(path.parent / parent, (*_seen, path.resolve()))
+    new_model = OmegaConf.select(cfg, "model.name")
+    if new_model is not None and new_model != OmegaConf.select(inherited, "model.name"):
+        del inherited["model"]  # a different model: its options replace the parent's wholly
+    return OmegaConf.merge(inherited, cfg)
 
 
 def load_config(

@@ -117,8 +117,9 @@ def format_table(rows: list[Metrics]) -> str:
     return "\n".join(lines)
 
 
-def cached_evaluate(model: NeuralProcess, cfg: ExperimentConfig, cell: str | Path,
-                    **data_overrides) -> Metrics:
+def cached_evaluate(
+    model: NeuralProcess, cfg: ExperimentConfig, cell: str | Path, **data_overrides
+) -> Metrics:
     """:func:`evaluate` on the experiment's test set (with ``data_overrides``), stored as JSON
     at ``cell`` and read back from there next time, so a table can be built cell by cell and
     resumed."""

@@ -39,6 +39,7 @@ class TrainResult:
     steps_done: int
     final_loss: float
     stopped_early: bool
+    train_seconds: float  # wall time of the training steps, summed over resumed runs
 
 
 def resolve_device(name: str) -> torch.device:
@@ -191,13 +192,14 @@ def fit(
         raise ValueError(f"model {cfg.model['name']!r} has no trainable parameters")
     optimizer = build_optimizer(params, cfg.optim)
     schedule = build_schedule(optimizer, cfg.schedule, cfg.train.steps)
-    start = 0
+    start, seconds_before = 0, 0.0
     if resume and ckpt_path.exists():
         state = read_checkpoint(ckpt_path)
         model.load_state_dict(state["state_dict"])
         optimizer.load_state_dict(state["train_state"]["optimizer"])
         schedule.load_state_dict(state["train_state"]["schedule"])
         start = int(state["train_state"]["step"])
+        seconds_before = float(state["train_state"].get("seconds", 0.0))
         if main:
             print(f"resuming from {ckpt_path} at step {start}")
     train_model = model
@@ -206,12 +208,18 @@ def fit(
             model, device_ids=[device.index] if device.type == "cuda" else None
         )
 
+    t_start = time.perf_counter()
+
+    def elapsed() -> float:
+        return seconds_before + time.perf_counter() - t_start
+
     def checkpoint(step: int) -> None:
         if main:
             train_state = {
                 "step": step,
                 "optimizer": optimizer.state_dict(),
                 "schedule": schedule.state_dict(),
+                "seconds": elapsed(),
             }
             atomic_save(
                 {
@@ -295,7 +303,7 @@ def fit(
             save(model, out_dir / "model.pt", experiment=config_to_yaml(cfg))
     if world > 1:
         dist.barrier()
-    return TrainResult(model, out_dir, steps_done, loss_value, stopped)
+    return TrainResult(model, out_dir, steps_done, loss_value, stopped, elapsed())
 
 
 def experiment_of(path: str | Path) -> ExperimentConfig | None:
@@ -308,12 +316,21 @@ def experiment_of(path: str | Path) -> ExperimentConfig | None:
 def train_or_load(cfg: ExperimentConfig) -> tuple[NeuralProcess, float | None]:
     """The trained model of ``cfg``: loaded from ``<out_dir>/model.pt`` when the run has
     finished, otherwise trained (resuming from its last checkpoint). Returns the model and the
-    seconds spent training in this call (``None`` when it was loaded)."""
+    wall time of its training steps, summed over resumed runs (``None`` if not recorded).
+
+    Raises:
+        RuntimeError: training was stopped (signal or ``stop_at``) before it finished.
+    """
     from .checkpoint import load
 
-    final = Path(cfg.train.out_dir) / "model.pt"
-    if final.exists():
-        return load(final), None
-    start = time.perf_counter()
-    result = fit(cfg, resume=True)
-    return result.model.eval(), time.perf_counter() - start
+    out_dir = Path(cfg.train.out_dir)
+    if not (out_dir / "model.pt").exists():
+        result = fit(cfg, resume=True)
+        if result.stopped_early:
+            raise RuntimeError(
+                f"training {out_dir} stopped at step {result.steps_done} of "
+                f"{cfg.train.steps}; run again to resume"
+            )
+    last = out_dir / "checkpoints" / "last.pt"
+    seconds = read_checkpoint(last)["train_state"].get("seconds") if last.exists() else None
+    return load(out_dir / "model.pt").eval(), seconds

@@ -73,8 +73,10 @@ class GPSampler:
         self.config = config = config or GPConfig()
         self.kernel_ids = torch.tensor([KERNELS.index(canonical_kernel(k)) for k in config.kernels])
         if config.input_distribution not in ("uniform", "bimodal"):
-            raise ValueError(f"input_distribution must be 'uniform' or 'bimodal', got "
-                             f"{config.input_distribution!r}")
+            raise ValueError(
+                f"input_distribution must be 'uniform' or 'bimodal', got "
+                f"{config.input_distribution!r}"
+            )
         if config.input_distribution == "bimodal" and config.layout != "uniform":
             raise ValueError("input_distribution='bimodal' needs layout='uniform'")
         if config.layout not in ("kr", "uniform"):
