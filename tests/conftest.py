@@ -24,6 +24,9 @@ SMALL_SIZES = {
     "dim_ff": 32,
     "n_pseudo": 4,
     "n_features": 8,
+    "points_per_unit": 16,  # convcnp grid density
+    "kernel_size": 5,  # convcnp
+    "n_iterations": 20,  # fitted GP baselines (gp, mt-gp): Adam steps per call, not a size
 }
 
 ALL_MODELS = tnpx.list_models()
@@ -32,6 +35,8 @@ ALL_MODELS = tnpx.list_models()
 def supports(name: str, dim_x: int = 1, dim_y: int = 1) -> bool:
     """Whether model ``name`` can be built for ``dim_x`` inputs and ``dim_y`` outputs."""
     if name == "gp-oracle" and dim_y != 1:
+        return False
+    if name == "mt-gp" and dim_y < 2:
         return False
     return True
 

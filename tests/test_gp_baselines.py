@@ -56,6 +56,24 @@ def test_bad_builds_rejected():
         tnpx.build_model("gp", 1, 1, lr=0.0)
 
 
+def test_mt_gp_validates_inputs():
+    """The shared validation suite runs with dim_y = 1, which mt-gp does not take."""
+    model = build("mt-gp", 2, 2)
+    xc, yc, xt = make_task(2, 5, 4, 2, 2)
+    nan_y = yc.clone()
+    nan_y[0, 1, 0] = float("nan")
+    for args, arg in [
+        ((xc, yc[..., :1], xt), "yc"),
+        ((xc[..., :1], yc, xt), "xc"),
+        ((xc, yc, xt.double()), "xt"),
+        ((xc, nan_y, xt), "yc"),
+    ]:
+        with pytest.raises(ValueError, match=f"^{arg}:"):
+            model(*args)
+    with pytest.raises(ValueError, match="^yc:"):  # NaN in an entry marked observed
+        model.predict_partial(xc, nan_y, xt, torch.ones(2, 5, 2, dtype=torch.bool))
+
+
 def test_gp_recovers_lengthscale_and_noise():
     x, y = sample_rbf(200, lengthscale=0.5, noise_std=0.1)
     gp, _ = build("gp", n_iterations=200).fit(x, y)

@@ -37,9 +37,8 @@ from dataclasses import dataclass
 
 import torch
 
-from ..nn import MLP, SetConvFromGrid, SetConvToGrid, build_grid_cnn, grid_box
+from ..nn import MLP, SetConvFromGrid, SetConvToGrid, build_grid_cnn, grid_box, map_target_chunks
 from .base import HeadHyper, NeuralProcess, likelihood_head, register
-from .rcnp import map_target_chunks
 
 GRIDS = ("context", "union")
 

@@ -18,10 +18,14 @@ prediction is the prior under them. Computed in float64.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
-import gpytorch
 import torch
+
+with warnings.catch_warnings():  # linear_operator (through gpytorch) calls torch.jit.script
+    warnings.filterwarnings("ignore", "`torch.jit.script` is deprecated", DeprecationWarning)
+    import gpytorch
 from gpytorch.kernels import IndexKernel, Kernel, RBFKernel, ScaleKernel
 from gpytorch.likelihoods import GaussianLikelihood
 from gpytorch.likelihoods.noise_models import MultitaskHomoskedasticNoise
@@ -62,8 +66,8 @@ class _MaskedNoise(MultitaskHomoskedasticNoise):
     """Noise variance ``sigma^2[t]`` on an observed row, 1 on a masked one."""
 
     def forward(self, *params, shape=None, **kwargs):
-        if not params:
-            return super().forward(shape=shape, **kwargs)
+        if not params:  # GPyTorch passes the rows wherever this module is used here
+            raise ValueError("the masked noise model needs the GP rows")
         rows = params[0] if torch.is_tensor(params[0]) else params[0][0]
         task, m = rows[..., -2].long(), rows[..., -1]
         return DiagLinearOperator(m * self.noise.gather(-1, task) + (1 - m))
@@ -131,16 +135,6 @@ class _BatchGP(gpytorch.models.ExactGP):
         return torch.cat(means, -1), torch.cat(variances, -1)
 
 
-def _rows(x: torch.Tensor, observed: torch.Tensor) -> torch.Tensor:
-    """GP rows ``[b, n * T, dim_x + 2]`` for inputs ``x [b, n, dim_x]`` and flags
-    ``observed [b, n, T]``: one row per (point, task), point-major."""
-    b, n, dx = x.shape
-    t = observed.shape[-1]
-    task = torch.arange(t, dtype=x.dtype, device=x.device).expand(b, n, t)
-    cols = [x[:, :, None, :].expand(b, n, t, dx), task[..., None], observed[..., None].to(x)]
-    return torch.cat(cols, -1).reshape(b, n * t, dx + 2)
-
-
 @dataclass
 class GPFitHyper:
     n_iterations: int = 1000  # Adam steps on the marginal likelihood (TE)
@@ -167,13 +161,16 @@ class _FittedGP(NeuralProcess):
         return self._anchor
 
     def _rows(self, x: torch.Tensor, observed: torch.Tensor) -> torch.Tensor:
-        """GP rows for ``x [b, n, Dx]`` and ``observed [b, n, Dy]``: ``[b, n * Dy, Dx + 2]``
-        for ``mt-gp``, ``[b * Dy, n, Dx + 2]`` for ``gp`` (independent GPs batched)."""
-        if self.multitask:
-            return _rows(x, observed)
+        """GP rows (x, task index, observed flag) for ``x [b, n, Dx]``, ``observed [b, n, Dy]``:
+        ``mt-gp`` one row per (point, output), ``[b, n * Dy, Dx + 2]``; ``gp`` independent GPs
+        batched, ``[b * Dy, n, Dx + 2]``."""
         b, n, dy = observed.shape
-        x = x[:, None].expand(b, dy, n, x.shape[-1]).reshape(b * dy, n, -1)
-        return _rows(x, observed.transpose(1, 2).reshape(b * dy, n, 1))
+        if not self.multitask:
+            x = x[:, None].expand(b, dy, n, x.shape[-1]).reshape(b * dy, n, -1)
+            b, dy, observed = b * dy, 1, observed.transpose(1, 2).reshape(b * dy, n, 1)
+        task = torch.arange(dy, dtype=x.dtype, device=x.device).expand(b, n, dy)
+        cols = [x[:, :, None].expand(b, n, dy, x.shape[-1]), task[..., None], observed[..., None]]
+        return torch.cat([c.to(x) for c in cols], -1).reshape(b, n * dy, -1)
 
     def _values(self, v: torch.Tensor, b: int) -> torch.Tensor:
         """Per-row values (as laid out by ``_rows``) back to ``[b, n, Dy]``."""

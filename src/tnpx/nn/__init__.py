@@ -2,6 +2,7 @@
 
 from .attention import MultiHeadAttention
 from .blocks import PreNormAttentionBlock, TEAttentionBlock
+from .chunking import map_target_chunks
 from .cnn import PlainCNN, UNet, build_grid_cnn
 from .mlp import MLP
 from .setconv import SetConvFromGrid, SetConvToGrid, grid_box
@@ -21,4 +22,5 @@ __all__ = [
     "UNet",
     "build_grid_cnn",
     "grid_box",
+    "map_target_chunks",
 ]

@@ -1,0 +1,213 @@
+"""ConvCNP and RCNP: shapes, translation equivariance (exact for RCNP; for ConvCNP exact for
+shifts by multiples of the grid spacing), grids that follow the data, chunking, the masked
+UNet, and a few training steps."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch.testing import assert_close
+
+import tnpx
+from tnpx.nn import UNet, grid_box
+
+PPU = 16  # grid spacing h = 1/16: every dyadic shift below is a multiple of it
+SMALL = {
+    "rcnp": {"dim_model": 16},
+    "convcnp": {"dim_model": 16, "n_layers": 5, "points_per_unit": PPU, "margin": 0.5},
+}
+VARIANTS = [
+    ("rcnp", {}),
+    ("convcnp", {}),
+    ("convcnp", {"cnn": "plain", "n_layers": 3}),
+    ("convcnp", {"grid": "union"}),
+]
+IDS = [f"{n}-{'-'.join(f'{k}={v}' for k, v in kw.items()) or 'default'}" for n, kw in VARIANTS]
+
+
+def build(name, dim_x=1, dim_y=1, **kw):
+    torch.manual_seed(0)
+    return tnpx.build_model(name, dim_x, dim_y, **{**SMALL[name], **kw}).eval()
+
+
+def dyadic(shape, generator):
+    """Inputs on a 2^-10 grid in [-2, 2): integer shifts up to 10^3 are exact in float32."""
+    return torch.randint(-2048, 2048, shape, generator=generator).float() / 1024
+
+
+def task(dim_x, b=2, n_ctx=10, n_tgt=7, dim_y=1, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    yc = torch.randn(b, n_ctx, dim_y, generator=g)
+    return dyadic((b, n_ctx, dim_x), g), yc, dyadic((b, n_tgt, dim_x), g)
+
+
+def predict(model, xc, yc, xt, mask_c=None):
+    with torch.no_grad():
+        return model(xc, yc, xt, mask_c=mask_c)
+
+
+def assert_same(p, q, atol=1e-5, rtol=1e-5):
+    assert_close(p.mean, q.mean, atol=atol, rtol=rtol)
+    assert_close(p.stddev, q.stddev, atol=atol, rtol=rtol)
+
+
+@pytest.mark.parametrize("name, kw", VARIANTS, ids=IDS)
+@pytest.mark.parametrize("dim_x, dim_y", [(1, 1), (2, 1), (2, 3)])
+def test_shapes(name, kw, dim_x, dim_y):
+    model = build(name, dim_x, dim_y, **kw)
+    pred = predict(model, *task(dim_x, b=3, dim_y=dim_y))
+    assert pred.mean.shape == pred.stddev.shape == (3, 7, dim_y)
+    assert torch.isfinite(pred.mean).all() and (pred.stddev > 0).all()
+
+
+@pytest.mark.parametrize("name, kw", VARIANTS, ids=IDS)
+@pytest.mark.parametrize("offset", [1.0, 10.0, 100.0, 1000.0, 3 / PPU])
+@pytest.mark.parametrize("dim_x", [1, 2])
+def test_translation_equivariance_is_exact_on_the_grid(name, kw, offset, dim_x):
+    """RCNP for any shift; ConvCNP for shifts that are multiples of h = 1/points_per_unit."""
+    model = build(name, dim_x, **kw)
+    assert model.translation_equivariant
+    xc, yc, xt = task(dim_x)
+    shift = torch.tensor([offset, -offset])[:dim_x]
+    assert_same(predict(model, xc + shift, yc, xt + shift), predict(model, xc, yc, xt))
+
+
+@pytest.mark.parametrize("dim_x", [1, 2])
+def test_convcnp_grid_follows_inputs_far_from_the_origin(dim_x):
+    model = build("convcnp", dim_x)
+    xc, yc, xt = task(dim_x, n_ctx=6)
+    far = torch.full((dim_x,), 500.0)  # 8000 grid spacings
+    start, shape, _ = model.grid(xc, xt, None)
+    start_far, shape_far, _ = model.grid(xc + far, xt + far, None)
+    assert shape_far == shape and all(0 < n <= (4 + 2 * 0.5) * PPU + 4 for n in shape)
+    assert torch.equal(start_far, start + 500 * PPU)
+    assert_same(predict(model, xc + far, yc, xt + far), predict(model, xc, yc, xt))
+
+
+def test_convcnp_off_grid_shift_is_close_but_not_exact():
+    model = build("convcnp", 1)
+    xc, yc, xt = task(1)
+    base, moved = predict(model, xc, yc, xt), predict(model, xc + 0.5 / PPU, yc, xt + 0.5 / PPU)
+    assert (base.mean - moved.mean).abs().max() > 1e-7  # the discretisation changed
+
+
+@pytest.mark.parametrize("dim_x", [1, 2])
+def test_convcnp_tasks_with_different_grids_share_a_batch(dim_x):
+    """Tasks whose boxes differ in size go through the masked UNet (2 poolings here) together;
+    each must get the prediction it gets alone, and padding must change nothing."""
+    model = build("convcnp", dim_x)
+    xc, yc, xt = task(dim_x, b=3, n_ctx=8, seed=3)
+    xc[1] = xc[1] * 0.3  # a narrow box
+    xc[2] = xc[2] * 0.5 + 40.0  # a narrower box far from the others
+    xt[2] = xt[2] * 0.5 + 40.0
+    mask = torch.ones(3, 8, dtype=torch.bool)
+    mask[0, 5:] = False
+    _, _, valid = model.grid(xc, xt, mask)
+    assert valid is not None  # the boxes differ, so the masked path runs
+    batch = predict(model, xc, yc, xt, mask)
+    for i in range(3):
+        n = int(mask[i].sum())
+        alone = predict(model, xc[i : i + 1, :n], yc[i : i + 1, :n], xt[i : i + 1])
+        assert_close(batch.mean[i : i + 1], alone.mean, atol=1e-5, rtol=1e-5)
+        assert_close(batch.stddev[i : i + 1], alone.stddev, atol=1e-5, rtol=1e-5)
+        one_target = predict(model, xc[i : i + 1, :n], yc[i : i + 1, :n], xt[i : i + 1, 3:4])
+        assert_close(one_target.mean, alone.mean[:, 3:4], atol=1e-5, rtol=1e-5)
+
+
+def test_convcnp_far_targets_get_the_empty_context_prior():
+    model = build("convcnp", 1)
+    xc, yc, xt = task(1, n_ctx=5)
+    far = xt + 100.0
+    prior = predict(model, xc[:, :0], yc[:, :0], far)
+    assert_same(predict(model, xc, yc, far), prior)
+    assert not torch.allclose(predict(model, xc, yc, xt).mean, prior.mean, atol=1e-4)
+
+
+def test_grid_box_covers_points_with_margin():
+    x = torch.tensor([[[-0.3], [1.2], [5.0]], [[0.0], [0.0], [0.0]]])
+    mask = torch.tensor([[True, True, False], [False, False, False]])
+    start, size = grid_box(x, mask, points_per_unit=10, margin=0.25, multiple=8)
+    assert start[0].item() == -3 - 3  # floor(-3.0) minus ceil(2.5) points of margin
+    assert size[0].item() % 8 == 0 and (start[0] + size[0] - 1).item() >= 12 + 3
+    assert size[1].item() == 0  # no observed point: an empty box
+
+
+def test_unet_masked_batch_equals_each_box_alone():
+    torch.manual_seed(0)
+    unet = UNet(2, c_in=2, channels=8, n_layers=7, kernel_size=3)  # 3 poolings: multiple 8
+    sizes = [(16, 24), (8, 8), (24, 16)]
+    z = torch.randn(3, 2, 24, 24)
+    valid = torch.zeros(3, 1, 24, 24)
+    for i, (h, w) in enumerate(sizes):
+        valid[i, :, :h, :w] = 1
+    with torch.no_grad():
+        out = unet(z, valid)
+        for i, (h, w) in enumerate(sizes):
+            alone = unet(z[i : i + 1, :, :h, :w])
+            assert_close(out[i : i + 1, :, :h, :w], alone, atol=1e-5, rtol=1e-5)
+            assert (out[i, :, h:] == 0).all() and (out[i, :, :, w:] == 0).all()
+    with pytest.raises(ValueError, match="multiple of 8"):
+        unet(torch.randn(1, 2, 12, 16))
+
+
+@pytest.mark.parametrize("name", ["rcnp", "convcnp"])
+def test_chunked_and_unchunked_agree_forward_and_backward(name):
+    xc, yc, xt = task(1, n_ctx=9, n_tgt=13)
+    yt = torch.randn(2, 13, 1)
+    results = []
+    for chunk_elements in (2**30, 1):  # one chunk vs one target per chunk (+ checkpointing)
+        model = build(name, 1, chunk_elements=chunk_elements).train()
+        loss = -model(xc, yc, xt).log_prob(yt).mean()
+        loss.backward()
+        results.append((loss.detach(), [p.grad.clone() for p in model.parameters()]))
+    (loss_a, grads_a), (loss_b, grads_b) = results
+    assert_close(loss_a, loss_b, atol=1e-6, rtol=1e-6)
+    for ga, gb in zip(grads_a, grads_b):
+        assert_close(ga, gb, atol=1e-5, rtol=1e-4)
+
+
+def test_rcnp_chunk_size_bounds_pair_features():
+    model = build("rcnp", chunk_elements=2**16)
+    size = model.chunk_size(batch=4, n_ctx=100)
+    assert size * 4 * 100 * 16 <= 2**16 and size >= 1
+    assert model.chunk_size(batch=1, n_ctx=10**9) == 1
+
+
+@pytest.mark.parametrize(
+    "kw, message",
+    [
+        ({"dim_x": 3}, "dim_x 1 or 2"),
+        ({"cnn": "resnet"}, "cnn must be"),
+        ({"grid": "targets"}, "grid must be"),
+        ({"kernel_size": 4}, "kernel_size must be odd"),
+        ({"points_per_unit": 0}, "points_per_unit must be > 0"),
+    ],
+)
+def test_convcnp_bad_options_fail_clearly(kw, message):
+    kw = dict(kw)
+    dim_x = kw.pop("dim_x", 1)
+    with pytest.raises(ValueError, match=message):
+        tnpx.build_model("convcnp", dim_x, 1, **kw)
+
+
+def test_rotation_flags():
+    for name in ("rcnp", "convcnp"):
+        assert tnpx.models.REGISTRY[name].rotation_equivariant is False
+
+
+@pytest.mark.parametrize("name, lr", [("rcnp", 1e-2), ("convcnp", 3e-3)])
+def test_a_few_training_steps_lower_the_loss(name, lr):
+    g = torch.Generator().manual_seed(0)
+    x = torch.rand(8, 24, 1, generator=g) * 4 - 2
+    y = torch.sin(3 * x) + 0.05 * torch.randn(8, 24, 1, generator=g)
+    xc, yc, xt, yt = x[:, :12], y[:, :12], x[:, 12:], y[:, 12:]
+    model = build(name, 1).train()
+    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    losses = []
+    for _ in range(40):
+        loss = -model(xc, yc, xt).log_prob(yt).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    assert sum(losses[-5:]) / 5 < losses[0] - 0.2
