@@ -1,4 +1,4 @@
-"""Task samplers (tnpx.data) and the shared kernels (tnpx.kernels)."""
+"""GP task samplers (tnpx.data): reproducibility, layouts, priors, option errors, Batch."""
 
 from __future__ import annotations
 
@@ -11,16 +11,12 @@ from torch.testing import assert_close
 from tnpx.batch import Batch
 from tnpx.data import (
     SPLITS,
-    GPConfig,
-    GPSampler,
-    SawtoothConfig,
-    SawtoothSampler,
     batch_at,
     build_sampler,
     sampler_options,
     task_generator,
 )
-from tnpx.kernels import KERNELS, canonical_kernel, kernel_matrix, kernel_matrix_mixed
+from tnpx.kernels import KERNELS, kernel_matrix
 
 SAMPLER_NAMES = ["gp", "sawtooth"]
 
@@ -313,103 +309,6 @@ def test_kernel_mixture_uses_every_kernel():
     assert set(ids.tolist()) == expected
 
 
-# --- kernels ----------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    "name", ["rbf", "matern12", "matern32", "matern52", "periodic", "se", "eq", "RBF"]
-)
-def test_every_kernel_name_samples(name):
-    sampler = build_sampler("gp", batch_size=3, seed=0, kernels=[name])
-    b = batch_at(sampler, 0)
-    assert torch.isfinite(b.yt).all() and torch.isfinite(b.yc).all()
-    assert (b.info["kernel"] == KERNELS.index(canonical_kernel(name))).all()
-
-
-def test_aliases():
-    assert canonical_kernel("se") == canonical_kernel("eq") == "rbf"
-    x = torch.randn(2, 5, 1)
-    ls = torch.tensor([0.5, 1.0])
-    assert torch.equal(kernel_matrix("se", x, x, ls), kernel_matrix("rbf", x, x, ls))
-
-
-def test_unknown_kernel_lists_valid_ones():
-    for make in (
-        lambda: canonical_kernel("cosine"),
-        lambda: GPSampler(GPConfig(kernels=["cosine"])),
-        lambda: build_sampler("gp", kernels=["rbf", "cosine"]),
-    ):
-        with pytest.raises(ValueError) as err:
-            make()
-        for k in KERNELS:
-            assert k in str(err.value)
-        assert "cosine" in str(err.value)
-
-
-@pytest.mark.parametrize("name", ["rbf", "matern12", "matern32", "matern52", "periodic"])
-@pytest.mark.parametrize("dim_x", [1, 2])
-def test_kernel_matrix_symmetric_psd_unit_diagonal(name, dim_x):
-    g = torch.Generator().manual_seed(0)
-    x = torch.rand(3, 20, dim_x, generator=g, dtype=torch.float64) * 4 - 2
-    ls = torch.tensor([0.2, 0.5, 1.5], dtype=torch.float64)
-    period = torch.tensor([0.7, 1.0, 2.0], dtype=torch.float64)
-    for variance in (None, torch.ones(3, dtype=torch.float64)):
-        k = kernel_matrix(name, x, x, ls, period=period, variance=variance)
-        assert k.shape == (3, 20, 20)
-        assert_close(k, k.transpose(1, 2))
-        assert_close(k.diagonal(dim1=1, dim2=2), torch.ones(3, 20, dtype=torch.float64))
-        assert torch.linalg.eigvalsh(k).min().item() > -1e-8
-        assert (k <= 1 + 1e-12).all()
-    k2 = kernel_matrix(
-        name, x, x, ls, period=period, variance=torch.full((3,), 2.5, dtype=torch.float64)
-    )
-    assert_close(k2.diagonal(dim1=1, dim2=2), torch.full((3, 20), 2.5, dtype=torch.float64))
-
-
-def test_kernel_values_at_known_distances():
-    x1 = torch.zeros(1, 1, 1, dtype=torch.float64)
-    x2 = torch.full((1, 1, 1), 0.6, dtype=torch.float64)
-    ls = torch.tensor([0.3], dtype=torch.float64)
-    r = 2.0  # 0.6 / 0.3
-    s3, s5 = math.sqrt(3) * r, math.sqrt(5) * r
-    expected = {
-        "rbf": math.exp(-0.5 * r * r),
-        "matern12": math.exp(-r),
-        "matern32": (1 + s3) * math.exp(-s3),
-        "matern52": (1 + s5 + s5 * s5 / 3) * math.exp(-s5),
-    }
-    for name, value in expected.items():
-        assert kernel_matrix(name, x1, x2, ls).item() == pytest.approx(value, rel=1e-12)
-    period = torch.tensor([2.5], dtype=torch.float64)
-    per = math.exp(-2 * math.sin(math.pi * 0.6 / 2.5) ** 2 / 0.3**2)
-    assert kernel_matrix("periodic", x1, x2, ls, period=period).item() == pytest.approx(per)
-    # periodic: one period apart is perfectly correlated
-    assert kernel_matrix("periodic", x1, x1 + 2.5, ls, period=period).item() == pytest.approx(1.0)
-
-
-def test_periodic_kernel_needs_period():
-    x = torch.zeros(1, 2, 1)
-    with pytest.raises(ValueError, match="period"):
-        kernel_matrix("periodic", x, x, torch.ones(1))
-
-
-def test_kernel_matrix_mixed_matches_per_kernel():
-    g = torch.Generator().manual_seed(1)
-    x = torch.rand(5, 6, 1, generator=g, dtype=torch.float64)
-    ids = torch.tensor([0, 4, 2, 0, 3])
-    params = {
-        "lengthscale": torch.rand(5, generator=g, dtype=torch.float64) + 0.2,
-        "period": torch.rand(5, generator=g, dtype=torch.float64) + 0.5,
-        "variance": torch.rand(5, generator=g, dtype=torch.float64) + 0.5,
-    }
-    k = kernel_matrix_mixed(ids, x, x, **params)
-    for i, kid in enumerate(ids.tolist()):
-        one = kernel_matrix(
-            KERNELS[kid], x[i : i + 1], x[i : i + 1], **{n: v[i : i + 1] for n, v in params.items()}
-        )
-        assert_close(k[i : i + 1], one)
-
-
 # --- configuration errors ---------------------------------------------------------------
 
 
@@ -459,84 +358,6 @@ def test_invalid_gp_options(options):
 def test_invalid_sawtooth_options(options):
     with pytest.raises(ValueError):
         build_sampler("sawtooth", **options)
-
-
-# --- sawtooth ---------------------------------------------------------------------------
-
-
-def _phase_consistent(b: Batch):
-    """With no noise, ``(y - d.x) mod T`` is the task's phase: one constant per task."""
-    period = b.info["period"].double().view(-1, 1)
-    d = b.info["direction"].double()
-    for x, y in ((b.xc, b.yc), (b.xt, b.yt)):
-        u = (x.double() * d[:, None, :]).sum(-1)
-        phase = torch.remainder(y[..., 0].double() - u, period)
-        # compare on the circle of circumference T
-        gap = torch.remainder(phase - phase[:, :1] + period / 2, period) - period / 2
-        assert gap.abs().max().item() < 1e-4
-
-
-@pytest.mark.parametrize("dim_x", [1, 2])
-def test_sawtooth_values_lie_in_one_period(dim_x):
-    sampler = build_sampler("sawtooth", batch_size=16, seed=0, dim_x=dim_x, noise=0.0)
-    for step in range(3):
-        b = batch_at(sampler, step)
-        assert 1 <= b.xc.shape[1] <= 64
-        assert b.xt.shape == (16, 128, dim_x) and b.yt.shape == (16, 128, 1)
-        period = b.info["period"].view(-1, 1, 1)
-        assert ((period >= 0.5) & (period <= 2.0)).all()
-        for y in (b.yc, b.yt):
-            assert (y >= 0).all()
-            assert (y < period + 1e-5).all()
-        assert b.xt.abs().max() <= 2
-        _phase_consistent(b)
-
-
-def test_sawtooth_noise():
-    clean = batch_at(build_sampler("sawtooth", batch_size=8, seed=0, noise=0.0), 0)
-    noisy = batch_at(build_sampler("sawtooth", batch_size=8, seed=0, noise=0.1), 0)
-    assert_close(noisy.xt, clean.xt)
-    diff = (noisy.yt - clean.yt).flatten()
-    assert diff.std().item() == pytest.approx(0.1, abs=0.02)
-
-
-def test_sawtooth_1d_directions_are_signs():
-    d = batch_at(build_sampler("sawtooth", batch_size=64, seed=0), 0).info["direction"]
-    assert d.shape == (64, 1)
-    assert set(d.flatten().tolist()) == {-1.0, 1.0}
-
-
-def test_sawtooth_full_2d_directions_are_unit_vectors():
-    d = batch_at(build_sampler("sawtooth", batch_size=64, seed=0, dim_x=2), 0).info["direction"]
-    assert_close(d.norm(dim=-1), torch.ones(64, dtype=d.dtype))
-    assert not torch.allclose(d[:, 0].abs(), d[:, 1].abs())  # not only diagonals
-
-
-def test_sawtooth_restricted_directions_on_diagonals():
-    sampler = build_sampler(
-        "sawtooth", batch_size=64, seed=0, dim_x=2, direction="restricted", noise=0.0
-    )
-    b = batch_at(sampler, 0)
-    d = b.info["direction"]
-    assert_close(d.abs(), torch.full_like(d, 1 / math.sqrt(2)))
-    signs = {tuple(s) for s in torch.sign(d).tolist()}
-    assert signs == {(1.0, 1.0), (1.0, -1.0), (-1.0, 1.0), (-1.0, -1.0)}
-    _phase_consistent(b)
-
-
-def test_sawtooth_shift():
-    plain = batch_at(build_sampler("sawtooth", batch_size=4, seed=0), 1)
-    moved = batch_at(build_sampler("sawtooth", batch_size=4, seed=0, shift=1.0), 1)
-    assert_close(moved.xt, plain.xt + 1.0)
-    assert moved.xt.max() > 2
-
-
-def test_sampler_classes_directly():
-    gp = GPSampler(GPConfig(), batch_size=2, seed=0)
-    saw = SawtoothSampler(SawtoothConfig(dim_x=2), batch_size=2, seed=0)
-    assert batch_at(gp, 0).xt.shape == (2, 150, 1)
-    assert batch_at(saw, 0).xt.shape == (2, 128, 2)
-    assert (gp.dim_x, gp.dim_y, saw.dim_x, saw.dim_y) == (1, 1, 2, 1)
 
 
 # --- Batch ------------------------------------------------------------------------------

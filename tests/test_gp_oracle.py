@@ -1,0 +1,161 @@
+"""The exact GP posterior of gp-oracle, checked against hand-computed algebra."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from torch.testing import assert_close
+
+import tnpx
+from conftest import make_task, predict
+from tnpx.batch import Batch
+
+ATOL = 1e-5
+RTOL = 1e-4
+
+
+def assert_same_prediction(p, q, atol=ATOL, rtol=RTOL):
+    assert_close(p.mean, q.mean, atol=atol, rtol=rtol)
+    assert_close(p.stddev, q.stddev, atol=atol, rtol=rtol)
+
+
+# --- gp-oracle: the exact posterior ------------------------------------------------------
+
+
+def _rbf(a: torch.Tensor, b: torch.Tensor, ls: float, var: float = 1.0) -> torch.Tensor:
+    """RBF Gram matrix of 1D points ``a [n]``, ``b [m]`` in float64."""
+    return var * torch.exp(-0.5 * (a[:, None] - b[None, :]) ** 2 / ls**2)
+
+
+def _posterior(xc, yc, xt, ls, var, noise_ctx, noise_tgt, jitter):
+    """GP posterior mean and variance at ``xt`` by explicit matrix formulas (float64)."""
+    k_cc = _rbf(xc, xc, ls, var) + (noise_ctx**2 + jitter) * torch.eye(len(xc), dtype=torch.float64)
+    k_tc = _rbf(xt, xc, ls, var)
+    k_inv = torch.linalg.inv(k_cc)
+    mean = k_tc @ k_inv @ yc
+    cov = _rbf(xt, xt, ls, var) - k_tc @ k_inv @ k_tc.T
+    return mean, cov.diagonal() + noise_tgt**2
+
+
+@pytest.mark.parametrize("noise_tgt", [0.0, 0.3])
+def test_gp_oracle_matches_hand_computed_posterior(noise_tgt):
+    ls, var, noise_ctx, jitter = 0.7, 1.3, 0.2, 1e-6
+    model = tnpx.build_model(
+        "gp-oracle",
+        1,
+        1,
+        kernel="rbf",
+        lengthscale=ls,
+        variance=var,
+        noise_ctx=noise_ctx,
+        noise_tgt=noise_tgt,
+        jitter=jitter,
+    )
+    xc = torch.tensor([-0.5, 0.4], dtype=torch.float64)
+    yc = torch.tensor([0.8, -0.3], dtype=torch.float64)
+    xt = torch.tensor([0.1], dtype=torch.float64)
+    # by hand: two context points, explicit 2x2 inverse
+    k11, k22 = var + noise_ctx**2 + jitter, var + noise_ctx**2 + jitter
+    k12 = var * math.exp(-0.5 * (0.9 / ls) ** 2)
+    det = k11 * k22 - k12 * k12
+    inv = [[k22 / det, -k12 / det], [-k12 / det, k11 / det]]
+    kt = [var * math.exp(-0.5 * (0.6 / ls) ** 2), var * math.exp(-0.5 * (0.3 / ls) ** 2)]
+    w = [kt[0] * inv[0][0] + kt[1] * inv[1][0], kt[0] * inv[0][1] + kt[1] * inv[1][1]]
+    mean_hand = w[0] * 0.8 + w[1] * (-0.3)
+    var_hand = var - (w[0] * kt[0] + w[1] * kt[1]) + noise_tgt**2
+    mean_mat, var_mat = _posterior(xc, yc, xt, ls, var, noise_ctx, noise_tgt, jitter)
+    assert mean_mat.item() == pytest.approx(mean_hand, abs=1e-10)
+    assert var_mat.item() == pytest.approx(var_hand, abs=1e-10)
+
+    pred = predict(
+        model, xc.float().view(1, 2, 1), yc.float().view(1, 2, 1), xt.float().view(1, 1, 1)
+    )
+    assert pred.mean.item() == pytest.approx(mean_hand, abs=1e-5)
+    assert pred.stddev.item() == pytest.approx(math.sqrt(var_hand), abs=1e-5)
+
+
+@pytest.mark.parametrize("noise_tgt", [0.0, 0.25])
+def test_gp_oracle_matches_matrix_posterior_many_points(noise_tgt):
+    ls, var, noise_ctx, jitter = 0.4, 1.0, 0.1, 1e-6
+    model = tnpx.build_model(
+        "gp-oracle", 1, 1, lengthscale=ls, noise_ctx=noise_ctx, noise_tgt=noise_tgt, jitter=jitter
+    )
+    xc, yc, xt = make_task(2, 6, 9, seed=18)
+    pred = predict(model, xc, yc, xt)
+    for i in range(2):
+        mean, v = _posterior(
+            xc[i, :, 0].double(),
+            yc[i, :, 0].double(),
+            xt[i, :, 0].double(),
+            ls,
+            var,
+            noise_ctx,
+            noise_tgt,
+            jitter,
+        )
+        assert_close(pred.mean[i, :, 0], mean.float(), atol=1e-5, rtol=1e-5)
+        assert_close(pred.stddev[i, :, 0], v.sqrt().float(), atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("noise_tgt", [0.0, 0.3])
+def test_gp_oracle_empty_context_is_prior(noise_tgt):
+    model = tnpx.build_model("gp-oracle", 1, 1, variance=2.0, noise_tgt=noise_tgt)
+    _, _, xt = make_task(2, 0, 4)
+    pred = predict(model, torch.zeros(2, 0, 1), torch.zeros(2, 0, 1), xt)
+    assert_close(pred.mean, torch.zeros(2, 4, 1))
+    assert_close(pred.stddev, torch.full((2, 4, 1), math.sqrt(2.0 + noise_tgt**2)))
+
+
+@pytest.mark.parametrize("kernel", ["rbf", "matern12", "matern32", "matern52", "periodic", "se"])
+def test_gp_oracle_every_kernel(kernel):
+    model = tnpx.build_model("gp-oracle", 1, 1, kernel=kernel)
+    xc, yc, xt = make_task(2, 5, 4, seed=19)
+    pred = predict(model, xc, yc, xt)
+    assert torch.isfinite(pred.mean).all() and (pred.stddev > 0).all()
+    # posterior variance never exceeds the prior variance
+    assert (pred.stddev <= 1.0 + 1e-6).all()
+
+
+def test_gp_oracle_rejects_unknown_kernel():
+    with pytest.raises(ValueError, match="rbf"):
+        tnpx.build_model("gp-oracle", 1, 1, kernel="cosine")
+
+
+def test_gp_oracle_predict_batch_uses_info():
+    xc, yc, xt = make_task(3, 6, 5, seed=20)
+    lengthscales = torch.tensor([0.1, 0.3, 1.5], dtype=torch.float64)
+    info = {
+        "kernel": torch.zeros(3, dtype=torch.long),
+        "lengthscale": lengthscales,
+        "period": torch.ones(3, dtype=torch.float64),
+        "variance": torch.ones(3, dtype=torch.float64),
+        "noise_ctx": torch.full((3,), 0.1, dtype=torch.float64),
+        "noise_tgt": torch.zeros(3, dtype=torch.float64),
+    }
+    default = tnpx.build_model("gp-oracle", 1, 1)  # lengthscale 0.3
+    with torch.no_grad():
+        from_info = default.predict_batch(Batch(xc, yc, xt, info=info))
+        plain = default.predict_batch(Batch(xc, yc, xt))  # no info: build-time defaults
+    assert_same_prediction(plain, predict(default, xc, yc, xt))
+    for i, ls in enumerate(lengthscales.tolist()):
+        ref = predict(tnpx.build_model("gp-oracle", 1, 1, lengthscale=ls), xc, yc, xt)
+        assert_close(from_info.mean[i], ref.mean[i], atol=1e-6, rtol=1e-5)
+        assert_close(from_info.stddev[i], ref.stddev[i], atol=1e-6, rtol=1e-5)
+    # tasks whose lengthscale differs from the default (0.3) give different predictions
+    for i in (0, 2):
+        assert not torch.allclose(from_info.mean[i], plain.mean[i], atol=1e-3)
+    assert_close(from_info.mean[1], plain.mean[1], atol=1e-6, rtol=1e-5)
+
+
+def test_gp_oracle_predict_batch_on_sampled_data():
+    from tnpx.data import GPConfig, GPSampler, batch_at
+
+    sampler = GPSampler(GPConfig(kernels=["rbf", "periodic", "matern32"]), batch_size=8, seed=0)
+    batch = batch_at(sampler, 0)
+    model = tnpx.build_model("gp-oracle", 1, 1)
+    with torch.no_grad():
+        ll = model.log_likelihood(batch)
+    assert ll.shape == (8,)
+    assert torch.isfinite(ll).all()
