@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from ..nn import MLP, PreNormAttentionBlock
+from ..nn import MLP, KRBlock, MultiHeadAttention, kr_stack
 from .base import HeadHyper, NeuralProcess, likelihood_head, register
 
 
@@ -40,7 +40,7 @@ class _TransformerNP(NeuralProcess):
         self.likelihood = likelihood_head(hyper, dim_y)
         self.embed = MLP(dim_x + dim_y + 1, d, d, hyper.n_embed_hidden)
         self.layers = nn.ModuleList(
-            PreNormAttentionBlock(d, hyper.n_heads, hyper.dim_head, hyper.dim_ff)
+            KRBlock(d, hyper.dim_ff, MultiHeadAttention(d, hyper.n_heads, hyper.dim_head))
             for _ in range(hyper.n_layers)
         )
         self.decoder = MLP(d, self.likelihood.n_params, d, hyper.n_decoder_hidden)
@@ -77,7 +77,7 @@ class TNPD(_TransformerNP):
         key_mask = torch.cat([ctx_keys, zt.new_zeros(b, n_tgt, dtype=torch.bool)], 1)
         z = torch.cat([zc, zt], 1)
         for layer in self.layers:
-            z = layer(z, z, key_mask)
+            z = layer(z, z, key_mask, update_keys=False)[0]
         return z[:, n_ctx:]
 
 
@@ -88,6 +88,6 @@ class TNP(_TransformerNP):
     summary = "TNP-D's function computed as context MHSA + target-to-context MHCA (TE paper)"
 
     def _encode(self, zc, zt, mask_c):
-        for layer in self.layers:
-            zc, zt = layer(zc, zc, mask_c), layer(zt, zc, mask_c)
-        return zt
+        # Each layer: targets cross-attend to the layer's input context, the context
+        # self-attends, one set of weights (a KRBlock stack; TNP-KR Algorithm 2).
+        return kr_stack(self.layers, zt, zc, mask_c)

@@ -1,6 +1,9 @@
-"""Transformer blocks built from :mod:`tnpx.nn.attention`."""
+"""Transformer blocks: the pre-norm KRBlock (two streams, one set of weights), its one-stream
+form, and the translation-equivariant block."""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import torch
 from torch import nn
@@ -10,27 +13,90 @@ from .mlp import MLP
 from .te_attention import TEMultiHeadAttention
 
 
-class PreNormAttentionBlock(nn.Module):
-    """Pre-norm residual attention block: ``z <- z + MHA(LN(z), LN(keys)); z <- z + FF(LN(z))``.
+class KRBlock(nn.Module):
+    """Pre-norm block updating queries (targets) and keys (context) in separate residual streams.
 
-    One block serves both self-attention (``keys = z``) and cross-attention: the same
-    LayerNorm normalises queries and keys, as in the TNP reference code, so a TNP layer can
-    apply it to the context (MHSA) and to the targets (MHCA) with one set of weights.
+    KR Algorithm 2, with ``LN1``, ``LN2``, ``MHA`` and ``FF`` one set of weights for both::
+
+        qs1, ks1 = LN1(qs0), LN1(ks0)
+        qs3 = qs0 + MHA(qs1, ks1, ks1)      # queries: cross-attention to the keys
+        ks3 = ks0 + MHA(ks1, ks1, ks1)      # keys: self-attention
+        qs6 = qs3 + FF(LN2(qs3));  ks6 = ks3 + FF(LN2(ks3))
+
+    Both streams read the block's *input* keys ``ks1``: the queries do not see this block's
+    key update. That is Algorithm 2 as printed and as the authors' code runs it, it keeps the
+    two attentions independent (one call serves both), and it makes a stack of blocks the same
+    function as TNP-D's masked attention layer by layer. The queries of both streams go through
+    the attention module in one call, so key-side work (FAVOR+ / linear-attention sums over
+    keys) is done once per block and a Performer counts one step per block call.
+
+    ``attention`` is any module ``(queries [b, n_q, d], keys [b, n_k, d], key_mask [b, n_k]) ->
+    [b, n_q, d]`` giving a zero update to queries with no valid key: exact softmax
+    (:class:`~tnpx.nn.MultiHeadAttention`, on SDPA), FAVOR+, linear attention, HyperMixer.
+    Cost is that of ``attention`` on ``n_q + n_k`` queries and ``n_k`` keys: with SDPA,
+    O(n_k^2 + n_q n_k) time and linear memory, never forming target-target scores.
     """
 
-    def __init__(self, dim_model: int, n_heads: int, dim_head: int, dim_ff: int):
+    def __init__(self, dim_model: int, dim_ff: int, attention: nn.Module):
         super().__init__()
         self.norm_attn = nn.LayerNorm(dim_model)
-        self.attn = MultiHeadAttention(dim_model, n_heads, dim_head)
+        self.attn = attention
         self.norm_ff = nn.LayerNorm(dim_model)
         self.ff = MLP(dim_model, dim_model, dim_ff, n_hidden=1)
 
     def forward(
+        self,
+        queries: torch.Tensor,
+        keys: torch.Tensor,
+        key_mask: torch.Tensor | None = None,
+        update_keys: bool = True,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """queries ``[b, n_q, d]``, keys ``[b, n_k, d]``, key_mask ``[b, n_k]`` (True = valid).
+
+        Returns the updated ``(queries, keys)``; with ``update_keys=False`` (the last block of a
+        stack) the keys are returned unchanged and their self-attention is skipped."""
+        keys_normed = self.norm_attn(keys)
+        if update_keys:
+            z = torch.cat([queries, keys], 1)
+            z_normed = torch.cat([self.norm_attn(queries), keys_normed], 1)
+        else:
+            z, z_normed = queries, self.norm_attn(queries)
+        z = z + self.attn(z_normed, keys_normed, key_mask)
+        z = z + self.ff(self.norm_ff(z))
+        if not update_keys:
+            return z, keys
+        return z[:, : queries.shape[1]], z[:, queries.shape[1] :]
+
+
+def kr_stack(
+    blocks: Sequence[KRBlock],
+    queries: torch.Tensor,
+    keys: torch.Tensor,
+    key_mask: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """Run queries ``[b, n_q, d]`` and keys ``[b, n_k, d]`` through ``blocks`` in turn; returns the
+    final queries ``[b, n_q, d]`` (the last block does not update the keys: nothing reads them)."""
+    for i, block in enumerate(blocks):
+        queries, keys = block(queries, keys, key_mask, update_keys=i < len(blocks) - 1)
+    return queries
+
+
+class PreNormAttentionBlock(KRBlock):
+    """Pre-norm residual attention block: ``z <- z + MHA(LN(z), LN(keys)); z <- z + FF(LN(z))``.
+
+    A :class:`KRBlock` with softmax attention that updates one stream: the same LayerNorm
+    normalises queries and keys, as in the TNP reference code, so a TNP layer can apply it to
+    the context (MHSA) and to the targets (MHCA) with one set of weights.
+    """
+
+    def __init__(self, dim_model: int, n_heads: int, dim_head: int, dim_ff: int):
+        super().__init__(dim_model, dim_ff, MultiHeadAttention(dim_model, n_heads, dim_head))
+
+    def forward(  # type: ignore[override]
         self, z: torch.Tensor, keys: torch.Tensor, key_mask: torch.Tensor | None = None
     ) -> torch.Tensor:
         """z ``[b, n_q, d]``, keys ``[b, n_k, d]``, key_mask ``[b, n_k]`` -> ``[b, n_q, d]``."""
-        z = z + self.attn(self.norm_attn(z), self.norm_attn(keys), key_mask)
-        return z + self.ff(self.norm_ff(z))
+        return super().forward(z, keys, key_mask, update_keys=False)[0]
 
 
 class TEAttentionBlock(nn.Module):

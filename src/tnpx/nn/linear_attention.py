@@ -1,0 +1,92 @@
+"""Kernelised multi-head attention at linear cost (Katharopoulos et al., 2020; thesis §7.3).
+
+Softmax attention weights ``exp(q.k)`` are replaced by a kernel ``phi(q).phi(k)`` with a
+positive feature map ``phi``, so the sums over keys are taken once for all queries (thesis
+Eq. 7.3.1):
+
+    H_i = phi(q_i)^T (sum_j phi(k_j) v_j^T) / (phi(q_i)^T sum_j phi(k_j))
+
+Time and memory are O((n_q + n_k) m d) for m features: no ``n_q x n_k`` matrix is formed.
+:class:`KernelAttention` holds what every such attention shares (projections, masking, the
+sums); :class:`LinearAttention` uses ``phi = elu + 1``, and :mod:`tnpx.nn.performer` FAVOR+.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from .attention import MultiHeadAttention
+
+
+def kernel_attention(
+    phi_q: torch.Tensor,
+    phi_k: torch.Tensor,
+    v: torch.Tensor,
+    min_normaliser: float,
+) -> torch.Tensor:
+    """Thesis Eq. 7.3.1 / Performer ``D^-1 Q'((K')^T V)`` with the normaliser clamped below.
+
+    Args:
+        phi_q: query features ``[b, h, n_q, m]``.
+        phi_k: key features ``[b, h, n_k, m]``, zero for masked keys.
+        v: values ``[b, h, n_k, d_v]``.
+        min_normaliser: lower bound of the normaliser.
+
+    Returns:
+        ``[b, h, n_q, d_v]``; a query with no valid key gets a zero vector.
+    """
+    kv = phi_k.transpose(-2, -1) @ v  # [b, h, m, d_v]: sum_j phi(k_j) v_j^T
+    k_sum = phi_k.sum(-2).unsqueeze(-1)  # [b, h, m, 1]: sum_j phi(k_j)
+    normaliser = (phi_q @ k_sum).squeeze(-1)  # [b, h, n_q]
+    return (phi_q @ kv) / normaliser.clamp_min(min_normaliser).unsqueeze(-1)
+
+
+class KernelAttention(MultiHeadAttention):
+    """Multi-head attention ``[b, n_q, dim_model] x [b, n_k, dim_model] -> [b, n_q, dim_model]``
+    whose weights come from a feature map (:meth:`features`, defined by subclasses).
+
+    Same projections and call as :class:`MultiHeadAttention`; masked keys
+    (``key_mask [b, n_k]``, True = valid) have their features zeroed, so they add nothing to
+    the sums, and a query with no valid key receives a zero vector before ``to_out``.
+    """
+
+    def features(
+        self, q: torch.Tensor, k: torch.Tensor, key_mask: torch.Tensor | None
+    ) -> tuple[torch.Tensor, torch.Tensor, float]:
+        """``q [b, h, n_q, dim_head]``, ``k [b, h, n_k, dim_head]`` -> ``(phi_q [b, h, n_q, m],
+        phi_k [b, h, n_k, m], min_normaliser)``."""
+        raise NotImplementedError  # pragma: no cover - abstract
+
+    def forward(
+        self, queries: torch.Tensor, keys: torch.Tensor, key_mask: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """queries ``[b, n_q, d]``, keys (also the values) ``[b, n_k, d]``, key_mask ``[b, n_k]``.
+
+        Returns ``[b, n_q, d]``."""
+        b, n_q, _ = queries.shape
+        inner = self.n_heads * self.dim_head
+        if keys.shape[1] == 0:
+            return self.to_out(queries.new_zeros(b, n_q, inner))
+        q, k, v = (
+            self._split(self.to_q(queries)),
+            self._split(self.to_k(keys)),
+            self._split(self.to_v(keys)),
+        )
+        phi_q, phi_k, min_normaliser = self.features(q, k, key_mask)
+        if key_mask is not None:  # masked keys are zeroed after phi
+            phi_k = phi_k.masked_fill(~key_mask[:, None, :, None], 0.0)
+        out = kernel_attention(phi_q, phi_k, v, min_normaliser)
+        return self.to_out(out.transpose(1, 2).reshape(b, n_q, inner))
+
+
+class LinearAttention(KernelAttention):
+    """Linear attention with ``phi(x) = elu(x) + 1`` (Katharopoulos et al., 2020), the
+    LinearTNP's attention (thesis Eq. 7.3.1); the normaliser is clamped at ``eps``."""
+
+    def __init__(self, dim_model: int, n_heads: int, dim_head: int, eps: float = 1e-6):
+        super().__init__(dim_model, n_heads, dim_head)
+        self.eps = eps
+
+    def features(self, q, k, key_mask):  # noqa: D102
+        return F.elu(q) + 1, F.elu(k) + 1, self.eps
