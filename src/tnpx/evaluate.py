@@ -82,7 +82,7 @@ def evaluate(
     for i in batches:
         batch = batch_at(sampler, i, split="test").to(device)
         pred = model.predict_batch(batch)
-        lls.append(pred.log_prob(batch.yt).sum(-1).mean(-1).cpu())
+        lls.append(model.log_likelihood(batch, pred).cpu())
         inside = (batch.yt - pred.mean).abs() <= Z95 * pred.stddev
         covered.append(inside.float().mean((-1, -2)).cpu())
         if gp_oracle is not None:

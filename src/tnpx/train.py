@@ -65,6 +65,18 @@ def _distributed() -> tuple[int, int]:
     return (dist.get_rank(), world) if world > 1 else (0, 1)
 
 
+class _Objective(torch.nn.Module):
+    """``model.training_loss(batch)`` as a module's forward, so that DDP (which hooks the
+    forward of the module it wraps) sees the whole loss computation."""
+
+    def __init__(self, model: NeuralProcess):
+        super().__init__()
+        self.model = model
+
+    def forward(self, batch) -> torch.Tensor:
+        return self.model.training_loss(batch)
+
+
 class _StopFlag:
     """Turns SIGTERM/SIGINT into a request to checkpoint and stop at the end of the step."""
 
@@ -202,10 +214,10 @@ def fit(
         seconds_before = float(state["train_state"].get("seconds", 0.0))
         if main:
             print(f"resuming from {ckpt_path} at step {start}")
-    train_model = model
-    if world > 1:
-        train_model = torch.nn.parallel.DistributedDataParallel(
-            model, device_ids=[device.index] if device.type == "cuda" else None
+    objective: torch.nn.Module = _Objective(model)
+    if world > 1:  # gradients are averaged across processes inside the wrapper's backward
+        objective = torch.nn.parallel.DistributedDataParallel(
+            objective, device_ids=[device.index] if device.type == "cuda" else None
         )
 
     t_start = time.perf_counter()
@@ -248,8 +260,7 @@ def fit(
     with _StopFlag() as stop:
         for step in range(start, cfg.train.steps):
             batch = batch_at(sampler, step, rank).to(device)
-            pred = train_model(batch.xc, batch.yc, batch.xt, mask_c=batch.mask_c)
-            loss = -pred.log_prob(batch.yt).sum(-1).mean()
+            loss = objective(batch)
             if not torch.isfinite(loss):
                 log.close()
                 kept = (

@@ -111,12 +111,20 @@ class NeuralProcess(nn.Module):
         """Predict for a :class:`~tnpx.batch.Batch` (models may use ``batch.info``)."""
         return self(batch.xc, batch.yc, batch.xt, mask_c=batch.mask_c)
 
-    def log_likelihood(self, batch: Batch) -> torch.Tensor:
+    def log_likelihood(self, batch: Batch, pred: Distribution | None = None) -> torch.Tensor:
         """Per-task LL per target point ``[batch]``: ``log_prob`` summed over output
-        dimensions, averaged over targets."""
+        dimensions, averaged over targets. ``pred`` (this model's prediction for ``batch``)
+        saves a forward pass. Models whose targets are not independent given the context
+        (latent-variable NPs) override this with their joint estimate divided by ``n_tgt``."""
         if batch.yt is None:
             raise ValueError("batch.yt is None: the log-likelihood needs target outputs")
-        return self.predict_batch(batch).log_prob(batch.yt).sum(-1).mean(-1)
+        pred = self.predict_batch(batch) if pred is None else pred
+        return pred.log_prob(batch.yt).sum(-1).mean(-1)
+
+    def training_loss(self, batch: Batch) -> torch.Tensor:
+        """The scalar that training minimises: by default the negative LL per target point,
+        averaged over tasks. Latent-variable models override it (ELBO, importance-weighted)."""
+        return -self.log_likelihood(batch).mean()
 
 
 def hyper_names(cls: type[NeuralProcess]) -> list[str]:
