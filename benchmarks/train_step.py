@@ -26,20 +26,24 @@ from tnpx.report import command_line, git_commit, hardware
 BATCH, N_CTX, N_TGT = 16, 32, 128
 
 
-def make_batch(generator: torch.Generator) -> tnpx.Batch:
+def make_batch(generator: torch.Generator, dim_y: int = 1) -> tnpx.Batch:
+    """Batch of sine-wave tasks: x ``[BATCH, N, 1]``, y ``[BATCH, N, dim_y]``."""
     x = torch.rand(BATCH, N_CTX + N_TGT, 1, generator=generator) * 4 - 2
-    y = torch.sin(3 * x) + 0.1 * torch.randn(x.shape, generator=generator)
+    phase = torch.arange(dim_y).view(1, 1, -1)
+    y = torch.sin(3 * x + phase) + 0.1 * torch.randn(
+        BATCH, N_CTX + N_TGT, dim_y, generator=generator
+    )
     return tnpx.Batch(x[:, :N_CTX], y[:, :N_CTX], x[:, N_CTX:], y[:, N_CTX:])
 
 
 def time_steps(model: tnpx.NeuralProcess, steps: int, warmup: int = 3) -> float:
     """Median wall time (ms) of a full step: forward, loss, backward, optimiser update."""
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
-    batch = make_batch(torch.Generator().manual_seed(0))
+    batch = make_batch(torch.Generator().manual_seed(0), model.dim_y)
     times = []
     for i in range(warmup + steps):
         start = time.perf_counter()
-        loss = -model.log_likelihood(batch).mean()
+        loss = model.training_loss(batch)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
@@ -49,7 +53,7 @@ def time_steps(model: tnpx.NeuralProcess, steps: int, warmup: int = 3) -> float:
 
 
 def time_forward(model: tnpx.NeuralProcess, steps: int) -> float:
-    batch = make_batch(torch.Generator().manual_seed(0))
+    batch = make_batch(torch.Generator().manual_seed(0), model.dim_y)
     times = []
     with torch.no_grad():
         for _ in range(steps):
@@ -57,6 +61,18 @@ def time_forward(model: tnpx.NeuralProcess, steps: int) -> float:
             model.predict_batch(batch)
             times.append((time.perf_counter() - start) * 1e3)
     return statistics.median(times)
+
+
+def build(name: str, options: dict) -> tnpx.NeuralProcess:
+    """The model for dim_y = 1, or dim_y = 2 for models that need several outputs (mt-gp)."""
+    for dim_y in (1, 2):
+        torch.manual_seed(0)
+        try:
+            return tnpx.build_model(name, 1, dim_y, **options)
+        except ValueError:
+            if dim_y == 2:
+                raise
+    raise AssertionError("unreachable")
 
 
 def main() -> None:
@@ -71,13 +87,17 @@ def main() -> None:
     for name in tnpx.list_models():
         for size, options in (("budget", budget), ("TE F.1 default", {})):
             taken = {k: v for k, v in options.items() if k in hyper_names(REGISTRY[name])}
-            torch.manual_seed(0)
-            model = tnpx.build_model(name, 1, 1, **taken)
+            model = build(name, taken)
             n_params = sum(p.numel() for p in model.parameters() if p.requires_grad)
             if n_params:
                 ms, kind = time_steps(model, args.steps), "train step"
-            else:
-                ms, kind = time_forward(model, args.steps), "forward only (nothing to train)"
+            else:  # GP baselines fit per call: a few calls are enough to time them
+                ms, kind = (
+                    time_forward(model, min(args.steps, 3)),
+                    "forward only (nothing to train)",
+                )
+            if model.dim_y != 1:
+                kind += f", dim_y = {model.dim_y}"
             rows.append(
                 {
                     "model": name,
