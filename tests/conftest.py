@@ -26,6 +26,8 @@ SMALL_SIZES = {
     "n_features": 8,
     "points_per_unit": 16,  # convcnp grid density
     "kernel_size": 5,  # convcnp
+    "dim_latent": 16,  # latent NPs
+    "rank": 4,  # tnp-nd covariance rank
     "n_iterations": 20,  # fitted GP baselines (gp, mt-gp): Adam steps per call, not a size
 }
 

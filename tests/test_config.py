@@ -34,7 +34,7 @@ def test_overrides_apply_with_types():
         (["train.stepz=3"], "unknown key train.stepz; valid keys of train: checkpoint_every"),
         (["train.steps=abc"], "train.steps = 'abc' has type str; expected int"),
         (["model.foo=1"], "unknown key model.foo; valid keys of model:"),
-        (["model.name=nope"], "registered models: cnp"),
+        (["model.name=nope"], "registered models: anp, banp, bnp, canp, cnp"),
         (["data.kernels=3"], "data.kernels = 3 has type int; expected list"),
         (["data.wrong=3"], "unknown key data.wrong; valid keys of data:"),
         (["eval.data.shift=x"], "eval.data.shift = 'x' has type str; expected float"),

@@ -7,6 +7,7 @@ import torch
 from torch.testing import assert_close
 
 from conftest import ALL_MODELS, make_task, predict, small_model, supports
+from tnpx.distributions import JointGaussian, LatentMixture
 from tnpx.likelihoods import HeteroscedasticGaussian, HomoscedasticGaussian, build_likelihood
 from tnpx.models.base import REGISTRY, hyper_names
 
@@ -76,8 +77,21 @@ def test_model_homoscedastic_likelihood(name, dim_y):
     xc, yc, xt = make_task(2, 5, 6, 1, dim_y, seed=22)
     pred = predict(model, xc, yc, xt)
     assert pred.mean.shape == pred.stddev.shape == (2, 6, dim_y)
-    # one noise level per output dimension, shared by every target and task
-    assert_close(pred.stddev, pred.stddev[:1, :1].expand_as(pred.stddev))
+    # one noise level per output dimension, shared by every target and task (for mixtures
+    # and joint Gaussians: the head's noise inside the prediction)
+    noise = head_noise(pred).reshape(-1, dim_y)
+    assert_close(noise, noise[:1].expand_as(noise))
+
+
+def head_noise(pred) -> torch.Tensor:
+    """The Gaussian head's scale inside a prediction."""
+    if isinstance(pred, LatentMixture):
+        return pred.component.stddev
+    if isinstance(pred, JointGaussian):
+        if pred.scale_tril is not None:
+            return torch.diagonal(pred.scale_tril, dim1=-2, dim2=-1)
+        return pred.cov_diag.sqrt()
+    return pred.stddev
 
 
 @pytest.mark.parametrize(

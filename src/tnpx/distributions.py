@@ -94,7 +94,7 @@ class LatentMixture(Distribution):
         return logmeanexp(self._component_log_prob(value).sum((-1, -2)), 0)
 
     @torch.no_grad()
-    def sample(self, sample_shape: torch.Size | tuple = torch.Size()) -> torch.Tensor:
+    def sample(self, sample_shape: torch.Size | tuple = ()) -> torch.Tensor:
         """Joint samples ``sample_shape + [batch, n_tgt, dim_y]`` (global RNG)."""
         shape = torch.Size(sample_shape)
         n_batch = self.batch_shape[0]
@@ -187,7 +187,7 @@ class JointGaussian(Distribution):
             return value.new_zeros(value.shape[0])
         return self.flat().log_prob(value.flatten(1))
 
-    def rsample(self, sample_shape: torch.Size | tuple = torch.Size()) -> torch.Tensor:
+    def rsample(self, sample_shape: torch.Size | tuple = ()) -> torch.Tensor:
         """Joint samples ``sample_shape + [batch, n_tgt, dim_y]`` (global RNG)."""
         shape = torch.Size(sample_shape)
         if self._n_outputs == 0:

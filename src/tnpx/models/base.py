@@ -69,6 +69,9 @@ class NeuralProcess(nn.Module):
     Hyper: ClassVar[type] = HeadHyper
     translation_equivariant: ClassVar[bool] = False
     rotation_equivariant: ClassVar[bool] = False
+    # True where a target's predictive marginal depends on the other targets of the call
+    # (TNP-ND: targets attend to targets); such a model cannot stream targets in chunks.
+    targets_interact: ClassVar[bool] = False
 
     def __init__(self, dim_x: int, dim_y: int, hyper):
         super().__init__()

@@ -45,7 +45,7 @@ class _TransformerNP(NeuralProcess):
         )
         self.decoder = MLP(d, self.likelihood.n_params, d, hyper.n_decoder_hidden)
 
-    def _tokens(self, xc, yc, xt) -> tuple[torch.Tensor, torch.Tensor]:
+    def tokens(self, xc, yc, xt) -> tuple[torch.Tensor, torch.Tensor]:
         """Context tokens ``[b, n_ctx, d]`` from ``[x, y, 1]``; target tokens from ``[x, 0, 0]``."""
         flag_c = xc.new_ones(*xc.shape[:2], 1)
         zc = self.embed(torch.cat([xc, yc, flag_c], -1))
@@ -53,12 +53,12 @@ class _TransformerNP(NeuralProcess):
         zt = self.embed(torch.cat([xt, blank], -1))
         return zc, zt
 
-    def _encode(self, zc, zt, mask_c) -> torch.Tensor:  # pragma: no cover - abstract
+    def encode(self, zc, zt, mask_c) -> torch.Tensor:  # pragma: no cover - abstract
         raise NotImplementedError
 
     def _predict(self, xc, yc, xt, mask_c):
-        zc, zt = self._tokens(xc, yc, xt)
-        return self.likelihood(self.decoder(self._encode(zc, zt, mask_c)))
+        zc, zt = self.tokens(xc, yc, xt)
+        return self.likelihood(self.decoder(self.encode(zc, zt, mask_c)))
 
 
 @register("tnp-d")
@@ -71,7 +71,7 @@ class TNPD(_TransformerNP):
 
     summary = "TNP-D: masked self-attention over context and target tokens (Nguyen & Grover 2022)"
 
-    def _encode(self, zc, zt, mask_c):
+    def encode(self, zc, zt, mask_c):
         b, n_ctx, n_tgt = zc.shape[0], zc.shape[1], zt.shape[1]
         ctx_keys = mask_c if mask_c is not None else zc.new_ones(b, n_ctx, dtype=torch.bool)
         key_mask = torch.cat([ctx_keys, zt.new_zeros(b, n_tgt, dtype=torch.bool)], 1)
@@ -87,7 +87,7 @@ class TNP(_TransformerNP):
 
     summary = "TNP-D's function computed as context MHSA + target-to-context MHCA (TE paper)"
 
-    def _encode(self, zc, zt, mask_c):
+    def encode(self, zc, zt, mask_c):
         # Each layer: targets cross-attend to the layer's input context, the context
         # self-attends, one set of weights (a KRBlock stack; TNP-KR Algorithm 2).
         return kr_stack(self.layers, zt, zc, mask_c)
