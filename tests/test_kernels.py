@@ -8,7 +8,6 @@ import pytest
 import torch
 from torch.testing import assert_close
 
-from tnpx.batch import Batch
 from tnpx.data import (
     GPConfig,
     GPSampler,
@@ -16,23 +15,6 @@ from tnpx.data import (
     build_sampler,
 )
 from tnpx.kernels import KERNELS, canonical_kernel, kernel_matrix, kernel_matrix_mixed
-
-SAMPLER_NAMES = ["gp", "sawtooth"]
-
-
-def assert_batches_equal(a: Batch, b: Batch):
-    for name in ("xc", "yc", "xt", "yt"):
-        assert torch.equal(getattr(a, name), getattr(b, name)), name
-    assert a.info.keys() == b.info.keys()
-    for k in a.info:
-        assert torch.equal(a.info[k], b.info[k]), k
-
-
-def batches_differ(a: Batch, b: Batch) -> bool:
-    if a.xt.shape != b.xt.shape or a.xc.shape != b.xc.shape:
-        return True
-    return not (torch.equal(a.xt, b.xt) and torch.equal(a.yt, b.yt) and torch.equal(a.yc, b.yc))
-
 
 # --- kernels ----------------------------------------------------------------------------
 

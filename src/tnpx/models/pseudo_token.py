@@ -19,21 +19,15 @@ import torch
 from torch import nn
 
 from ..nn import MLP, PreNormAttentionBlock, TEAttentionBlock
-from .base import HeadHyper, NeuralProcess, likelihood_head, register, register_preset
+from .base import NeuralProcess, likelihood_head, register, register_preset
 from .cnp import masked_mean
 from .te_tnp import te_tokens
+from .tnp import TNPHyper
 
 
 @dataclass
-class PTTNPHyper(HeadHyper):
-    dim_model: int = 128
-    n_layers: int = 5
-    n_heads: int = 8
-    dim_head: int = 16
-    dim_ff: int = 128
+class PTTNPHyper(TNPHyper):
     n_pseudo: int = 32
-    n_embed_hidden: int = 2
-    n_decoder_hidden: int = 2
 
 
 class _PTTNPBase(NeuralProcess):

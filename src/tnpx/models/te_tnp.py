@@ -15,20 +15,14 @@ import torch
 from torch import nn
 
 from ..nn import MLP, TEAttentionBlock
-from .base import HeadHyper, NeuralProcess, likelihood_head, register, register_preset
+from .base import NeuralProcess, likelihood_head, register, register_preset
+from .tnp import TNPHyper
 
 UPDATE_ORDERS = ("sequential", "parallel")
 
 
 @dataclass
-class TETNPHyper(HeadHyper):
-    dim_model: int = 128
-    n_layers: int = 5
-    n_heads: int = 8
-    dim_head: int = 16
-    dim_ff: int = 128
-    n_embed_hidden: int = 2
-    n_decoder_hidden: int = 2
+class TETNPHyper(TNPHyper):
     relative: str = "post"  # post (TE Eq. 8) | pre | rbf | identity (thesis variants)
     location_update: bool = True  # TE Eq. 10 (the paper's model)
     share_weights: bool = False  # one block for context MHSA and target MHCA (released code)
