@@ -29,6 +29,8 @@ def main() -> None:
     commit = git_commit()
     defaults = tnpx.build_model("te-tnp").hyper
     hidden = defaults.dim_model
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
     rows = []
     for n in args.sizes:
         row = {"n": n, "pair_features_gb": n * n * hidden * 4 / 2**30}
@@ -38,15 +40,14 @@ def main() -> None:
                 "options": {"chunk_elements": chunk},
                 "n_ctx": n,
                 "n_tgt": n,
-                "repeats": 3 if n <= 1000 else 1,
+                "repeats": 3 if n <= 300 else 1,
             }
             row[label] = measure(spec, timeout_s=args.timeout, memory_gb=args.memory_gb)
             print(n, label, row[label], flush=True)
         rows.append(row)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "te_attention.json").write_text(json.dumps(rows, indent=2))
-    (out / "te_attention.md").write_text(report(rows, args, commit, defaults))
+        # rewritten after every size, so a stopped run keeps what it measured
+        (out / "te_attention.json").write_text(json.dumps(rows, indent=2))
+        (out / "te_attention.md").write_text(report(rows, args, commit, defaults))
     print(f"wrote {out / 'te_attention.md'}")
 
 
