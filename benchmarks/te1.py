@@ -123,7 +123,7 @@ def report(table, seconds, cfgs, params, exact: bool, commit: str) -> str:
     rows.append(
         "| gp-oracle | "
         + " | ".join(f"{m.oracle_ll:.3f} ± {m.oracle_ll_se:.3f}" for m in oracle)
-        + " | — |"
+        + " | — | — |"
     )
     drop = {n: row[0].ll - row[-1].ll for n, row in table.items()}
     te_flat = all(

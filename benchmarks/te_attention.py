@@ -55,6 +55,8 @@ def main() -> None:
         # rewritten after every size, so a stopped run keeps what it measured
         (out / "te_attention.json").write_text(json.dumps(rows, indent=2))
         (out / "te_attention.md").write_text(report(rows, args, commit, defaults))
+    (out / "te_attention.json").write_text(json.dumps(rows, indent=2))
+    (out / "te_attention.md").write_text(report(rows, args, commit, defaults))
     print(f"wrote {out / 'te_attention.md'}")
 
 
