@@ -85,7 +85,7 @@ def main() -> None:
     budget = load_config(args.budget_config).model_options()
     rows = []
     for name in tnpx.list_models():
-        for size, options in (("budget", budget), ("TE F.1 default", {})):
+        for size, options in (("budget", budget), ("default", {})):
             taken = {k: v for k, v in options.items() if k in hyper_names(REGISTRY[name])}
             model = build(name, taken)
             n_params = sum(p.numel() for p in model.parameters() if p.requires_grad)
@@ -126,8 +126,9 @@ def main() -> None:
 **What**: wall time of one training step (forward, loss, backward, AdamW update), median of
 {args.steps} steps after 3 warm-up steps; batch {BATCH}, {N_CTX} context + {N_TGT} target
 points, dim_x = dim_y = 1. Lower is better. Sizes: "budget" = the model options of
-`{args.budget_config}` that each model takes ({budget}); "TE F.1 default" = the library
-defaults (D_z 128, 5 layers, 8 heads of 16).
+`{args.budget_config}` that each model takes ({budget}); "default" = the library
+defaults: the TE F.1 sizes (D_z 128, 5 layers, 8 heads of 16) for most models, the TNP-KR
+code's sizes for `tnp-kr-*` (D_z 64, 6 blocks of 4 heads).
 
 **Command**: `{command_line()}`, commit `{git_commit()}`.
 
