@@ -92,3 +92,12 @@ def model_name(request) -> str:
 def task():
     """A small 1D task ``(xc, yc, xt)``: batch 3, 7 context points, 5 targets."""
     return make_task()
+
+
+def loss_and_grads(model, xc, yc, xt, yt) -> tuple[torch.Tensor, list[torch.Tensor]]:
+    """The NLL of one forward and every parameter's gradient (zeros where a parameter is
+    unused), for comparing two computations of the same model."""
+    loss = -model(xc, yc, xt).log_prob(yt).mean()
+    loss.backward()
+    grads = [torch.zeros_like(p) if p.grad is None else p.grad.clone() for p in model.parameters()]
+    return loss.detach(), grads

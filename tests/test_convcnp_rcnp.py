@@ -9,6 +9,7 @@ import torch
 from torch.testing import assert_close
 
 import tnpx
+from conftest import loss_and_grads
 from tnpx.nn import UNet, grid_box
 
 PPU = 16  # grid spacing h = 1/16: every dyadic shift below is a multiple of it
@@ -157,9 +158,7 @@ def test_chunked_and_unchunked_agree_forward_and_backward(name):
     results = []
     for chunk_elements in (2**30, 1):  # one chunk vs one target per chunk (+ checkpointing)
         model = build(name, 1, chunk_elements=chunk_elements).train()
-        loss = -model(xc, yc, xt).log_prob(yt).mean()
-        loss.backward()
-        results.append((loss.detach(), [p.grad.clone() for p in model.parameters()]))
+        results.append(loss_and_grads(model, xc, yc, xt, yt))
     (loss_a, grads_a), (loss_b, grads_b) = results
     assert_close(loss_a, loss_b, atol=1e-6, rtol=1e-6)
     for ga, gb in zip(grads_a, grads_b):
