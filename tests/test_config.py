@@ -53,13 +53,13 @@ def test_switching_model_drops_file_options_with_a_warning(tmp_path):
     assert cfg.model["name"] == "cnp" and "n_layers" not in cfg.model
 
 
-def test_base_inheritance_merges_and_a_new_model_replaces_the_section(tmp_path):
+def test_base_inheritance_merges_and_a_new_model_keeps_the_options_it_takes(tmp_path):
     (tmp_path / "parent.yaml").write_text(
         "name: parent\nmodel: {name: te-tnp, dim_model: 32, relative: pre}\n"
         "train: {steps: 7, seed: 3}\n"
     )
     (tmp_path / "same.yaml").write_text("base: parent.yaml\nname: same\nmodel: {n_layers: 2}\n")
-    (tmp_path / "other.yaml").write_text("base: parent.yaml\nname: other\nmodel: {name: cnp}\n")
+    (tmp_path / "other.yaml").write_text("base: parent.yaml\nname: other\nmodel: {name: tnp}\n")
     same = load_config(tmp_path / "same.yaml")
     assert same.name == "same" and same.train.steps == 7 and same.train.seed == 3
     assert same.model == {
@@ -71,7 +71,8 @@ def test_base_inheritance_merges_and_a_new_model_replaces_the_section(tmp_path):
         "n_layers": 2,
     }
     other = load_config(tmp_path / "other.yaml")
-    assert other.model == {"name": "cnp", "dim_x": 1, "dim_y": 1}
+    # tnp takes dim_model (kept) but not the TE option 'relative' (dropped)
+    assert other.model == {"name": "tnp", "dim_x": 1, "dim_y": 1, "dim_model": 32}
 
 
 def test_base_cycles_are_reported(tmp_path):

@@ -172,7 +172,9 @@ def config_from_dict(values: dict) -> ExperimentConfig:
 def read_yaml(path: str | Path, _seen: tuple = ()) -> DictConfig:
     """Read a YAML config; a top-level ``base: other.yaml`` (relative to this file) is read
     first and this file's keys are merged over it, so a variant states only what differs.
-    A file that names a different ``model.name`` replaces the parent's model section."""
+    A file that names a different ``model.name`` keeps the parent's model options that the
+    new model takes (sizes, usually) and drops the rest, so a family of configs that compare
+    models at one size states that size once."""
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"config file {path} not found")
@@ -185,7 +187,7 @@ def read_yaml(path: str | Path, _seen: tuple = ()) -> DictConfig:
     inherited = read_yaml(path.parent / parent, (*_seen, path.resolve()))
     new_model = OmegaConf.select(cfg, "model.name")
     if new_model is not None and new_model != OmegaConf.select(inherited, "model.name"):
-        del inherited["model"]  # a different model: its options replace the parent's wholly
+        _drop_model_keys_not_taken_by(inherited, new_model)
     return OmegaConf.merge(inherited, cfg)
 
 
@@ -211,20 +213,27 @@ def _drop_foreign_model_keys(base, cli) -> None:
     new_name = OmegaConf.select(cli, "model.name")
     if new_name is None or new_name == OmegaConf.select(base, "model.name"):
         return
-    from .models import REGISTRY
-
-    if new_name not in REGISTRY:
-        return  # reported by check_components
-    valid = {f.name for f in dataclasses.fields(REGISTRY[new_name].Hyper)} | set(MODEL_KEYS)
-    foreign = [k for k in base.model if k not in valid]
+    foreign = _drop_model_keys_not_taken_by(base, new_name)
     if foreign:
         warnings.warn(
             f"model.name={new_name}: ignoring the config file's model options "
             f"{foreign}, which {new_name} does not take",
             stacklevel=3,
         )
-        for k in foreign:
-            del base.model[k]
+
+
+def _drop_model_keys_not_taken_by(cfg, model_name: str) -> list[str]:
+    """Delete from ``cfg.model`` the options ``model_name`` does not take; return their names.
+    An unknown model name is left for :func:`check_components` to report."""
+    from .models import REGISTRY
+
+    if model_name not in REGISTRY or "model" not in cfg:
+        return []
+    valid = {f.name for f in dataclasses.fields(REGISTRY[model_name].Hyper)} | set(MODEL_KEYS)
+    foreign = [k for k in cfg.model if k not in valid]
+    for k in foreign:
+        del cfg.model[k]
+    return foreign
 
 
 def config_to_yaml(cfg: ExperimentConfig) -> str:
