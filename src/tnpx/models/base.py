@@ -3,6 +3,12 @@
 A model subclass declares a hyper-parameter dataclass ``Hyper`` and implements
 ``_predict(xc, yc, xt, mask_c) -> Normal``; the base class validates inputs, records the config
 needed to rebuild the model, and provides the per-task log-likelihood used everywhere.
+
+Streamed prediction: ``encode_context`` computes what a model needs from the context once,
+``decode_targets`` predicts any number of targets from it, and ``predict_streamed`` does both
+with the targets in chunks, so peak memory is bounded by a chunk, not by ``n_tgt``. A model
+that does not override ``_encode_context`` / ``_decode_targets`` still streams correctly (the
+default recomputes the context per chunk).
 """
 
 from __future__ import annotations
@@ -12,7 +18,7 @@ from typing import ClassVar
 
 import torch
 from torch import nn
-from torch.distributions import Distribution
+from torch.distributions import Distribution, Normal
 
 from ..batch import Batch
 from ..likelihoods import build_likelihood
@@ -20,6 +26,18 @@ from ..validation import validate_inputs
 
 REGISTRY: dict[str, type[NeuralProcess]] = {}
 PRESETS: dict[str, dict[str, dict]] = {}  # model name -> preset name -> hyper-parameters
+
+
+@dataclass
+class ContextEncoding:
+    """A model's representation of a context set, from :meth:`NeuralProcess.encode_context`.
+
+    ``state`` is model-specific (tensors the decoder reads); ``batch`` is the number of tasks,
+    so that targets for the wrong number of tasks are rejected with a clear message."""
+
+    model: str
+    batch: int
+    state: tuple
 
 
 def register(name: str):
@@ -99,16 +117,84 @@ class NeuralProcess(nn.Module):
         xt: torch.Tensor,
         mask_c: torch.Tensor | None = None,
     ) -> Distribution:
-        ref = self._reference()
-        dtype = ref.dtype if ref is not None else None
-        device = ref.device if ref is not None else None
-        xc, yc, xt, mask_c = validate_inputs(
-            xc, yc, xt, mask_c, self.dim_x, self.dim_y, dtype, device
-        )
+        xc, yc, xt, mask_c = self._validate(xc, yc, xt, mask_c)
         return self._predict(xc, yc, xt, mask_c)
 
     def _predict(self, xc, yc, xt, mask_c) -> Distribution:  # pragma: no cover - abstract
         raise NotImplementedError
+
+    def _validate(self, xc, yc, xt, mask_c):
+        ref = self._reference()
+        dtype = ref.dtype if ref is not None else None
+        device = ref.device if ref is not None else None
+        return validate_inputs(xc, yc, xt, mask_c, self.dim_x, self.dim_y, dtype, device)
+
+    def encode_context(
+        self, xc: torch.Tensor, yc: torch.Tensor, mask_c: torch.Tensor | None = None
+    ) -> ContextEncoding:
+        """Encode a context set once: ``xc [batch, n_ctx, dim_x]``, ``yc [batch, n_ctx,
+        dim_y]``, ``mask_c [batch, n_ctx]``. Pass the result to :meth:`decode_targets`."""
+        xc, yc, _, mask_c = self._validate(xc, yc, xc[:, :0], mask_c)
+        return ContextEncoding(self.name, xc.shape[0], self._encode_context(xc, yc, mask_c))
+
+    def decode_targets(self, context: ContextEncoding, xt: torch.Tensor) -> Distribution:
+        """Predict targets ``xt [batch, n_tgt, dim_x]`` from :meth:`encode_context`'s result."""
+        if not isinstance(context, ContextEncoding) or context.model != self.name:
+            got = context.model if isinstance(context, ContextEncoding) else type(context)
+            raise ValueError(f"context: expected an encoding made by {self.name}, got {got}")
+        # Validate xt as a call with an empty context would: shape, batch, dtype, device, finite.
+        ref = self._reference()
+        like = ref if ref is not None else xt if isinstance(xt, torch.Tensor) else torch.empty(0)
+        no_x = like.new_zeros(context.batch, 0, self.dim_x)
+        no_y = like.new_zeros(context.batch, 0, self.dim_y)
+        _, _, xt, _ = self._validate(no_x, no_y, xt, None)
+        return self._decode_targets(context.state, xt)
+
+    def _encode_context(self, xc, yc, mask_c) -> tuple:
+        """Model-specific context state; the default keeps the inputs (decoding recomputes)."""
+        return (xc, yc, mask_c)
+
+    def _decode_targets(self, state: tuple, xt: torch.Tensor) -> Distribution:
+        xc, yc, mask_c = state
+        return self._predict(xc, yc, xt, mask_c)
+
+    def predict_streamed(
+        self,
+        xc: torch.Tensor,
+        yc: torch.Tensor,
+        xt: torch.Tensor,
+        mask_c: torch.Tensor | None = None,
+        chunk_size: int = 16384,
+    ) -> Normal:
+        """``model(xc, yc, xt, mask_c)`` with the context encoded once and the targets decoded
+        ``chunk_size`` at a time, so memory does not grow with ``n_tgt`` beyond the output.
+
+        Call it under ``torch.no_grad()`` (or ``inference_mode``) for bounded memory: with
+        gradients on, every chunk's graph is kept. Needs a model whose targets are
+        conditionally independent given the context and whose prediction is a ``Normal``
+        (not TNP-ND; not latent-variable NPs, whose chunks would draw different latents).
+        """
+        if chunk_size < 1:
+            raise ValueError(f"chunk_size must be >= 1, got {chunk_size}")
+        if self.targets_interact:
+            raise ValueError(
+                f"{self.name}: targets interact (joint prediction), so they cannot be streamed "
+                "in chunks; call the model on all targets at once"
+            )
+        context = self.encode_context(xc, yc, mask_c)
+        parts = [self.decode_targets(context, part) for part in xt.split(chunk_size, dim=1)]
+        if not all(type(p) is Normal for p in parts):
+            raise ValueError(
+                f"{self.name}: predictions are {type(parts[0]).__name__}, not independent "
+                "Normals per target, so chunks cannot be joined; call the model directly"
+            )
+        if len(parts) == 1:
+            return parts[0]
+        return Normal(
+            torch.cat([p.loc for p in parts], 1),
+            torch.cat([p.scale for p in parts], 1),
+            validate_args=False,
+        )
 
     def predict_batch(self, batch: Batch) -> Distribution:
         """Predict for a :class:`~tnpx.batch.Batch` (models may use ``batch.info``)."""

@@ -41,6 +41,11 @@ class CNP(NeuralProcess):
         self.decoder = MLP(d + dim_x, self.likelihood.n_params, d, hyper.n_decoder_hidden)
 
     def _predict(self, xc, yc, xt, mask_c):
-        r = masked_mean(self.encoder(torch.cat([xc, yc], -1)), mask_c)  # [b, d]
-        r = r[:, None, :].expand(-1, xt.shape[1], -1)
+        return self._decode_targets(self._encode_context(xc, yc, mask_c), xt)
+
+    def _encode_context(self, xc, yc, mask_c):
+        return (masked_mean(self.encoder(torch.cat([xc, yc], -1)), mask_c),)  # r [b, d]
+
+    def _decode_targets(self, state, xt):
+        r = state[0][:, None, :].expand(-1, xt.shape[1], -1)
         return self.likelihood(self.decoder(torch.cat([r, xt], -1)))

@@ -113,14 +113,31 @@ class ConvCNP(NeuralProcess):
         return start, shape, valid
 
     def _predict(self, xc, yc, xt, mask_c):
-        b, n_tgt = xt.shape[:2]
+        return self._decode_targets(self._encode_context(xc, yc, mask_c, xt), xt)
+
+    def _encode_context(self, xc, yc, mask_c, xt=None):
+        """The CNN's grid features ``z [b, c, *shape]`` and each task's box ``start``. With
+        ``grid="union"`` the grid depends on the targets, so streaming keeps the inputs and
+        encodes per chunk (the default)."""
+        if self.hyper.grid == "union" and xt is None:
+            return super()._encode_context(xc, yc, mask_c)
+        xt = xc[:, :0] if xt is None else xt
         start, shape, valid = self.grid(xc, xt, mask_c)
-        c = self.hyper.dim_model
         if 0 in shape:  # no context anywhere: every target reads an empty grid
+            return ("grid", None, start)
+        grid = self.encoder(xc, yc, mask_c, start, shape)  # Gordon et al. Eq. 4
+        return ("grid", self.cnn(grid, valid), start)
+
+    def _decode_targets(self, state, xt):
+        if state[0] != "grid":  # grid="union": inputs kept, encode with these targets
+            xc, yc, mask_c = state
+            return self._predict(xc, yc, xt, mask_c)
+        _, z, start = state
+        b, n_tgt = xt.shape[:2]
+        c = self.hyper.dim_model
+        if z is None:
             features = xt.new_zeros(b, n_tgt, c)
         else:
-            grid = self.encoder(xc, yc, mask_c, start, shape)  # Gordon et al. Eq. 4
-            z = self.cnn(grid, valid)  # [b, c, *shape]
-            chunk = max(1, self.hyper.chunk_elements // max(b * c * shape[-1], 1))
+            chunk = max(1, self.hyper.chunk_elements // max(b * c * z.shape[-1], 1))
             features = map_target_chunks(self.readout, xt, chunk, z, start)  # Eq. 5
         return self.likelihood(self.decoder(features))

@@ -207,11 +207,20 @@ class _FittedGP(NeuralProcess):
         return gp, centre
 
     def _condition(self, xc, yc, xt, observed) -> Normal:
+        return self._decode_targets(self._encode_context(xc, yc, observed), xt)
+
+    def _encode_context(self, xc, yc, observed):
+        """Fit the hyper-parameters once; streamed target chunks reuse the fitted GPs."""
+        if xc.shape[0] == 0:
+            return (None, None)
+        return self.fit(xc, yc, observed)
+
+    def _decode_targets(self, state, xt) -> Normal:
+        gp, centre = state
         b, nt = xt.shape[:2]
         if b == 0 or nt == 0:
             empty = xt.new_zeros(b, nt, self.dim_y)
             return Normal(empty, empty + 1.0, validate_args=False)
-        gp, centre = self.fit(xc, yc, observed)
         ones = torch.ones(b, nt, self.dim_y, dtype=torch.bool, device=xt.device)
         with _exact_settings():
             mean, var = gp.predict(

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from ..nn import MLP, HyperMixing, KRBlock, LinearAttention, kr_stack
+from ..nn import MLP, HyperMixing, KRBlock, LinearAttention, kr_context_states, kr_decode, kr_stack
 from .base import HeadHyper, NeuralProcess, likelihood_head, register
 from .tnp import TNPHyper
 
@@ -52,10 +52,23 @@ class _LinearTNPBase(NeuralProcess):
     def _mixing(self) -> nn.Module:  # pragma: no cover - abstract
         raise NotImplementedError
 
+    def _context_tokens(self, xc, yc):
+        return self.embed(torch.cat([xc, yc, xc.new_ones(*xc.shape[:2], 1)], -1))
+
+    def _target_tokens(self, xt):
+        return self.embed(torch.cat([xt, xt.new_zeros(*xt.shape[:2], self.dim_y + 1)], -1))
+
     def _predict(self, xc, yc, xt, mask_c):
-        zc = self.embed(torch.cat([xc, yc, xc.new_ones(*xc.shape[:2], 1)], -1))
-        zt = self.embed(torch.cat([xt, xt.new_zeros(*xt.shape[:2], self.dim_y + 1)], -1))
-        return self.likelihood(self.decoder(kr_stack(self.blocks, zt, zc, mask_c)))
+        zt = kr_stack(self.blocks, self._target_tokens(xt), self._context_tokens(xc, yc), mask_c)
+        return self.likelihood(self.decoder(zt))
+
+    def _encode_context(self, xc, yc, mask_c):
+        return (kr_context_states(self.blocks, self._context_tokens(xc, yc), mask_c), mask_c)
+
+    def _decode_targets(self, state, xt):
+        states, mask_c = state
+        zt = kr_decode(self.blocks, self._target_tokens(xt), states, mask_c)
+        return self.likelihood(self.decoder(zt))
 
 
 @register("linear-tnp")

@@ -48,6 +48,17 @@ class _PTTNPBase(NeuralProcess):
         )
         self.decoder = MLP(d, self.likelihood.n_params, d, hyper.n_decoder_hidden)
 
+    def _predict(self, xc, yc, xt, mask_c):
+        return self._decode_targets(self._encode_context(xc, yc, mask_c), xt)
+
+    def _decode_targets(self, state, xt):
+        """Targets read the pseudo-tokens only: ``Zt <- MHCA(Zt, U_l)`` per layer."""
+        (pseudo_states,) = state
+        _, zt = self._tokens(xt[:, :0], xt.new_zeros(xt.shape[0], 0, self.dim_y), xt)
+        for (*_, to_target), u in zip(self.layers, pseudo_states):
+            zt = to_target(zt, u)
+        return self.likelihood(self.decoder(zt))
+
     def _tokens(self, xc, yc, xt):
         """As TNP: ``MLP([x, y, 1])`` for context, ``MLP([x, 0, 0])`` for targets."""
         zc = self.embed(torch.cat([xc, yc, xc.new_ones(*xc.shape[:2], 1)], -1))
@@ -64,14 +75,15 @@ class PTTNPIST(_PTTNPBase):
     def __init__(self, dim_x: int, dim_y: int, hyper: PTTNPHyper):
         super().__init__(dim_x, dim_y, hyper, n_blocks=3)
 
-    def _predict(self, xc, yc, xt, mask_c):
-        zc, zt = self._tokens(xc, yc, xt)
+    def _encode_context(self, xc, yc, mask_c):
+        zc, _ = self._tokens(xc, yc, xc[:, :0])
         u = self.pseudo.expand(xc.shape[0], -1, -1)
-        for to_pseudo, to_context, to_target in self.layers:
+        pseudo_states = []
+        for to_pseudo, to_context, _ in self.layers:
             u = to_pseudo(u, zc, mask_c)  # U <- MHCA(U, Zc)
             zc = to_context(zc, u)  # Zc <- MHCA(Zc, U)
-            zt = to_target(zt, u)  # Zt <- MHCA(Zt, U)
-        return self.likelihood(self.decoder(zt))
+            pseudo_states.append(u)
+        return (pseudo_states,)
 
 
 @register("pt-tnp-perceiver")
@@ -83,14 +95,15 @@ class PTTNPPerceiver(_PTTNPBase):
     def __init__(self, dim_x: int, dim_y: int, hyper: PTTNPHyper):
         super().__init__(dim_x, dim_y, hyper, n_blocks=3)
 
-    def _predict(self, xc, yc, xt, mask_c):
-        zc, zt = self._tokens(xc, yc, xt)
+    def _encode_context(self, xc, yc, mask_c):
+        zc, _ = self._tokens(xc, yc, xc[:, :0])
         u = self.pseudo.expand(xc.shape[0], -1, -1)
-        for cross, self_attn, to_target in self.layers:
+        pseudo_states = []
+        for cross, self_attn, _ in self.layers:
             u = cross(u, zc, mask_c)  # U <- MHCA(U, Zc)
             u = self_attn(u, u)  # U <- MHSA(U)
-            zt = to_target(zt, u)  # Zt <- MHCA(Zt, U)
-        return self.likelihood(self.decoder(zt))
+            pseudo_states.append(u)
+        return (pseudo_states,)
 
 
 PSEUDO_INITS = ("attention", "mean")
@@ -174,17 +187,29 @@ class TEPTTNP(NeuralProcess):
         self.decoder = MLP(d, self.likelihood.n_params, d, hyper.n_decoder_hidden)
 
     def _predict(self, xc, yc, xt, mask_c):
+        return self._decode_targets(self._encode_context(xc, yc, mask_c), xt)
+
+    def _encode_context(self, xc, yc, mask_c):
+        """Pseudo-tokens and pseudo-locations after each layer (what the targets read)."""
         b = xc.shape[0]
-        zc, zt = te_tokens(self.embed, yc, xt.shape[1])
+        zc, _ = te_tokens(self.embed, yc, 0)
         u = self.pseudo.expand(b, -1, -1)
         if self.loc_init is not None:
             offset = self.loc_init(u, zc, xc, mask_c)  # TE Eq. 11
         else:  # ablation: psi = 1/N
             offset = masked_mean(xc, mask_c)[:, None, :]
         v = self.pseudo_loc.expand(b, -1, -1) + offset
-        for to_pseudo, to_context, to_target in self.layers:
+        states = []
+        for to_pseudo, to_context, _ in self.layers:
             u, v = to_pseudo(u, zc, v, xc, mask_c)
             zc, xc = to_context(zc, u, xc, v)
+            states.append((u, v))
+        return (states,)
+
+    def _decode_targets(self, state, xt):
+        (states,) = state
+        zt = te_tokens(self.embed, xt.new_zeros(xt.shape[0], 0, self.dim_y), xt.shape[1])[1]
+        for (*_, to_target), (u, v) in zip(self.layers, states):
             zt, xt = to_target(zt, u, xt, v)
         return self.likelihood(self.decoder(zt))
 

@@ -75,14 +75,24 @@ class _TETNPBase(NeuralProcess):
         self.decoder = MLP(d, self.likelihood.n_params, d, hyper.n_decoder_hidden)
 
     def _predict(self, xc, yc, xt, mask_c):
-        zc, zt = te_tokens(self.embed, yc, xt.shape[1])
+        return self._decode_targets(self._encode_context(xc, yc, mask_c), xt)
+
+    def _encode_context(self, xc, yc, mask_c):
+        """The context tokens and locations each target layer reads, per layer."""
+        zc, _ = te_tokens(self.embed, yc, 0)
         sequential = self.hyper.update_order == "sequential"
-        for ctx_layer, tgt_layer in zip(self.context_layers, self.target_layers):
+        states = []
+        for ctx_layer in self.context_layers:
             zc_new, xc_new = ctx_layer(zc, zc, xc, xc, mask_c)  # TE-MHSA on the context
-            if sequential:
-                zc, xc = zc_new, xc_new
-            zt, xt = tgt_layer(zt, zc, xt, xc, mask_c)  # TE-MHCA targets -> context
+            states.append((zc_new, xc_new) if sequential else (zc, xc))
             zc, xc = zc_new, xc_new
+        return (states, mask_c)
+
+    def _decode_targets(self, state, xt):
+        states, mask_c = state
+        zt = te_tokens(self.embed, xt.new_zeros(xt.shape[0], 0, self.dim_y), xt.shape[1])[1]
+        for tgt_layer, (zc, xc) in zip(self.target_layers, states):
+            zt, xt = tgt_layer(zt, zc, xt, xc, mask_c)  # TE-MHCA targets -> context
         return self.likelihood(self.decoder(zt))
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from ..nn import MLP, KRBlock, MultiHeadAttention, kr_stack
+from ..nn import MLP, KRBlock, MultiHeadAttention, kr_context_states, kr_decode, kr_stack
 from .base import HeadHyper, NeuralProcess, likelihood_head, register
 
 
@@ -59,6 +59,18 @@ class _TransformerNP(NeuralProcess):
     def _predict(self, xc, yc, xt, mask_c):
         zc, zt = self.tokens(xc, yc, xt)
         return self.likelihood(self.decoder(self.encode(zc, zt, mask_c)))
+
+    # Streaming: both models compute a KR stack's function, whose context stream never reads
+    # the targets, so each layer's context tokens are computed once (for tnp-d too: its masked
+    # form is the same function, see the module docstring).
+    def _encode_context(self, xc, yc, mask_c):
+        zc, _ = self.tokens(xc, yc, xc[:, :0])
+        return (kr_context_states(self.layers, zc, mask_c), mask_c)
+
+    def _decode_targets(self, state, xt):
+        states, mask_c = state
+        _, zt = self.tokens(xt[:, :0], xt.new_zeros(*xt.shape[:1], 0, self.dim_y), xt)
+        return self.likelihood(self.decoder(kr_decode(self.layers, zt, states, mask_c)))
 
 
 @register("tnp-d")

@@ -19,7 +19,15 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from ..nn import MLP, KRBlock, MultiHeadAttention, PerformerAttention, kr_stack
+from ..nn import (
+    MLP,
+    KRBlock,
+    MultiHeadAttention,
+    PerformerAttention,
+    kr_context_states,
+    kr_decode,
+    kr_stack,
+)
 from .base import HeadHyper, NeuralProcess, likelihood_head, register
 
 
@@ -62,11 +70,25 @@ class _TNPKR(NeuralProcess):
     def _attention(self, layer: int) -> nn.Module:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def _predict(self, xc, yc, xt, mask_c):
-        zc = self.embed(torch.cat([xc, yc], -1))
-        zt = self.embed(torch.cat([xt, xt.new_zeros(*xt.shape[:2], self.dim_y)], -1))
-        zt = kr_stack(self.blocks, zt, zc, mask_c)
+    def _context_tokens(self, xc, yc):
+        return self.embed(torch.cat([xc, yc], -1))
+
+    def _target_tokens(self, xt):
+        return self.embed(torch.cat([xt, xt.new_zeros(*xt.shape[:2], self.dim_y)], -1))
+
+    def _head(self, zt):
         return self.likelihood(self.decoder(self.norm(zt)))
+
+    def _predict(self, xc, yc, xt, mask_c):
+        zt = kr_stack(self.blocks, self._target_tokens(xt), self._context_tokens(xc, yc), mask_c)
+        return self._head(zt)
+
+    def _encode_context(self, xc, yc, mask_c):
+        return (kr_context_states(self.blocks, self._context_tokens(xc, yc), mask_c), mask_c)
+
+    def _decode_targets(self, state, xt):
+        states, mask_c = state
+        return self._head(kr_decode(self.blocks, self._target_tokens(xt), states, mask_c))
 
 
 @register("tnp-kr-full")

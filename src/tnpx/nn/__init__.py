@@ -1,7 +1,14 @@
 """Reusable neural-network blocks. Blocks know nothing of the models that use them."""
 
 from .attention import MultiHeadAttention
-from .blocks import KRBlock, PreNormAttentionBlock, TEAttentionBlock, kr_stack
+from .blocks import (
+    KRBlock,
+    PreNormAttentionBlock,
+    TEAttentionBlock,
+    kr_context_states,
+    kr_decode,
+    kr_stack,
+)
 from .chunking import map_target_chunks
 from .cnn import PlainCNN, UNet, build_grid_cnn
 from .hypermixer import HyperMixing
@@ -31,6 +38,8 @@ __all__ = [
     "build_grid_cnn",
     "grid_box",
     "kernel_attention",
+    "kr_context_states",
+    "kr_decode",
     "kr_stack",
     "map_target_chunks",
     "orthogonal_features",

@@ -81,6 +81,34 @@ def kr_stack(
     return queries
 
 
+def kr_context_states(
+    blocks: Sequence[KRBlock], keys: torch.Tensor, key_mask: torch.Tensor | None = None
+) -> list[torch.Tensor]:
+    """The keys ``[b, n_k, d]`` each block of a stack reads: ``states[i]`` is block ``i``'s
+    input. The key stream of a KR stack never reads the queries, so it can be computed once
+    and reused for any number of query chunks (streamed prediction)."""
+    states = [keys]
+    for block in blocks[:-1]:
+        # Rows of a block are independent given the keys: a key's self-attention update is
+        # the block applied to the keys as queries.
+        keys = block(keys, keys, key_mask, update_keys=False)[0]
+        states.append(keys)
+    return states
+
+
+def kr_decode(
+    blocks: Sequence[KRBlock],
+    queries: torch.Tensor,
+    states: Sequence[torch.Tensor],
+    key_mask: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """Queries ``[b, n_q, d]`` through a stack whose key states came from
+    :func:`kr_context_states`; equal to :func:`kr_stack` on the same inputs."""
+    for block, keys in zip(blocks, states, strict=True):
+        queries = block(queries, keys, key_mask, update_keys=False)[0]
+    return queries
+
+
 class PreNormAttentionBlock(KRBlock):
     """Pre-norm residual attention block: ``z <- z + MHA(LN(z), LN(keys)); z <- z + FF(LN(z))``.
 

@@ -1,0 +1,119 @@
+"""Streamed prediction: the context encoded once, targets decoded in chunks."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch.distributions import Normal
+from torch.testing import assert_close
+
+from conftest import make_task, small_model
+from tnpx.models.base import REGISTRY, NeuralProcess
+from tnpx.nn import KRBlock, MultiHeadAttention, kr_context_states, kr_decode, kr_stack
+
+ATOL, RTOL = 1e-5, 1e-4
+
+# Models whose context representation is computed once (not recomputed per chunk).
+ENCODE_ONCE = [
+    "cnp",
+    "tnp",
+    "tnp-d",
+    "tnp-kr-full",
+    "tnp-kr-fast",
+    "linear-tnp",
+    "hypermix-np",
+    "te-tnp",
+    "re-te-tnp",
+    "pt-tnp-ist",
+    "pt-tnp-perceiver",
+    "te-pt-tnp",
+    "convcnp",
+    "gp",
+    "mt-gp",
+]
+
+
+def _seeded(fn, *args, **kwargs):
+    torch.manual_seed(0)
+    with torch.no_grad():
+        return fn(*args, **kwargs)
+
+
+def test_kr_stack_equals_context_states_then_decode():
+    torch.manual_seed(0)
+    blocks = [KRBlock(16, 32, MultiHeadAttention(16, 2, 8)) for _ in range(3)]
+    q, k = torch.randn(2, 9, 16), torch.randn(2, 6, 16)
+    mask = torch.tensor([[True] * 6, [True] * 4 + [False] * 2])
+    states = kr_context_states(blocks, k, mask)
+    assert len(states) == 3 and states[0] is k
+    assert_close(kr_decode(blocks, q, states, mask), kr_stack(blocks, q, k, mask))
+
+
+@pytest.mark.parametrize("name", ENCODE_ONCE)
+def test_models_that_encode_the_context_once(name):
+    cls = REGISTRY[name]
+    assert cls._encode_context is not NeuralProcess._encode_context
+    assert cls._decode_targets is not NeuralProcess._decode_targets
+
+
+def test_encode_then_decode_equals_forward(model_name):
+    model = small_model(model_name)
+    xc, yc, xt = make_task(3, 8, 10, seed=1)
+    full = _seeded(model, xc, yc, xt)
+    context = _seeded(model.encode_context, xc, yc)
+    torch.manual_seed(0)
+    with torch.no_grad():
+        decoded = model.decode_targets(context, xt)
+    if isinstance(full, Normal):  # latent models draw their latents again in decode
+        assert_close(decoded.mean, full.mean, atol=ATOL, rtol=RTOL)
+        assert_close(decoded.stddev, full.stddev, atol=ATOL, rtol=RTOL)
+    assert decoded.mean.shape == full.mean.shape
+
+
+@pytest.mark.parametrize("masked", [False, True])
+def test_streamed_prediction_equals_one_shot(model_name, masked):
+    model = small_model(model_name)
+    xc, yc, xt = make_task(3, 8, 11, seed=2)
+    mask = None
+    if masked:
+        mask = torch.ones(3, 8, dtype=torch.bool)
+        mask[1, 5:] = False
+        mask[2, :] = False  # an empty context: the prior
+    full = _seeded(model, xc, yc, xt, mask_c=mask)
+    if REGISTRY[model_name].targets_interact:
+        with pytest.raises(ValueError, match="cannot be streamed"):
+            _seeded(model.predict_streamed, xc, yc, xt, mask, chunk_size=4)
+        return
+    if type(full) is not Normal:
+        with pytest.raises(ValueError, match="not independent Normals"):
+            _seeded(model.predict_streamed, xc, yc, xt, mask, chunk_size=4)
+        return
+    streamed = _seeded(model.predict_streamed, xc, yc, xt, mask, chunk_size=4)
+    assert_close(streamed.mean, full.mean, atol=ATOL, rtol=RTOL)
+    assert_close(streamed.stddev, full.stddev, atol=ATOL, rtol=RTOL)
+
+
+def test_streaming_with_one_chunk_and_with_chunks_of_one():
+    model = small_model("tnp-kr-fast")
+    xc, yc, xt = make_task(2, 5, 6, seed=3)
+    full = _seeded(model, xc, yc, xt)
+    for chunk in (1, 6, 100):
+        streamed = _seeded(model.predict_streamed, xc, yc, xt, chunk_size=chunk)
+        assert_close(streamed.mean, full.mean, atol=ATOL, rtol=RTOL)
+
+
+def test_decode_targets_rejects_bad_input():
+    model = small_model("tnp")
+    xc, yc, xt = make_task(3, 5, 4)
+    context = model.encode_context(xc, yc)
+    with pytest.raises(ValueError, match="batch 3"):
+        model.decode_targets(context, xt[:2])
+    with pytest.raises(ValueError, match="xt"):
+        model.decode_targets(context, torch.rand(3, 4, 2))
+    with pytest.raises(ValueError, match="NaN"):
+        model.decode_targets(context, torch.full((3, 4, 1), float("nan")))
+    other = small_model("cnp")
+    with pytest.raises(ValueError, match="made by tnp, got cnp"):
+        model.decode_targets(other.encode_context(xc, yc), xt)
+    with pytest.raises(ValueError, match="chunk_size"):
+        model.predict_streamed(xc, yc, xt, chunk_size=0)
