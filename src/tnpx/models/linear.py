@@ -63,11 +63,11 @@ class _LinearTNPBase(NeuralProcess):
         return self.likelihood(self.decoder(zt))
 
     def _encode_context(self, xc, yc, mask_c):
-        return (kr_context_states(self.blocks, self._context_tokens(xc, yc), mask_c), mask_c)
+        return (kr_context_states(self.blocks, self._context_tokens(xc, yc), mask_c),)
 
     def _decode_targets(self, state, xt):
-        states, mask_c = state
-        zt = kr_decode(self.blocks, self._target_tokens(xt), states, mask_c)
+        (states,) = state
+        zt = kr_decode(self.blocks, self._target_tokens(xt), states)
         return self.likelihood(self.decoder(zt))
 
 

@@ -65,12 +65,12 @@ class _TransformerNP(NeuralProcess):
     # form is the same function, see the module docstring).
     def _encode_context(self, xc, yc, mask_c):
         zc, _ = self.tokens(xc, yc, xc[:, :0])
-        return (kr_context_states(self.layers, zc, mask_c), mask_c)
+        return (kr_context_states(self.layers, zc, mask_c),)
 
     def _decode_targets(self, state, xt):
-        states, mask_c = state
+        (states,) = state
         _, zt = self.tokens(xt[:, :0], xt.new_zeros(*xt.shape[:1], 0, self.dim_y), xt)
-        return self.likelihood(self.decoder(kr_decode(self.layers, zt, states, mask_c)))
+        return self.likelihood(self.decoder(kr_decode(self.layers, zt, states)))
 
 
 @register("tnp-d")

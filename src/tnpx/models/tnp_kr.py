@@ -84,11 +84,11 @@ class _TNPKR(NeuralProcess):
         return self._head(zt)
 
     def _encode_context(self, xc, yc, mask_c):
-        return (kr_context_states(self.blocks, self._context_tokens(xc, yc), mask_c), mask_c)
+        return (kr_context_states(self.blocks, self._context_tokens(xc, yc), mask_c),)
 
     def _decode_targets(self, state, xt):
-        states, mask_c = state
-        return self._head(kr_decode(self.blocks, self._target_tokens(xt), states, mask_c))
+        (states,) = state
+        return self._head(kr_decode(self.blocks, self._target_tokens(xt), states))
 
 
 @register("tnp-kr-full")

@@ -35,23 +35,30 @@ class MultiHeadAttention(nn.Module):
         self, queries: torch.Tensor, keys: torch.Tensor, key_mask: torch.Tensor | None = None
     ) -> torch.Tensor:
         """queries ``[b, n_q, d]``, keys (also the values) ``[b, n_k, d]``, key_mask ``[b, n_k]``.
-
         Returns ``[b, n_q, d]``."""
-        b, n_q, _ = queries.shape
+        return self.attend(queries, self.prepare_keys(keys, key_mask))
+
+    def prepare_keys(self, keys: torch.Tensor, key_mask: torch.Tensor | None = None) -> tuple:
+        """The key-side work, done once for any number of query chunks: projected keys and
+        values ``[b, h, n_k, dim_head]`` and the SDPA mask (None if there are no keys)."""
         if keys.shape[1] == 0:
-            empty = queries.new_zeros(b, n_q, self.n_heads * self.dim_head)
-            return self.to_out(empty)
-        q, k, v = (
-            self._split(self.to_q(queries)),
-            self._split(self.to_k(keys)),
-            self._split(self.to_v(keys)),
-        )
+            return (None, None, None, None)
+        k, v = self._split(self.to_k(keys)), self._split(self.to_v(keys))
         attn_mask, has_key = None, None
         if key_mask is not None:
             has_key = key_mask.any(-1)  # [b]
             # Tasks with no valid key attend to everything (avoids NaN) and are zeroed below.
             safe = key_mask | ~has_key[:, None]
             attn_mask = safe[:, None, None, :]
+        return (k, v, attn_mask, has_key)
+
+    def attend(self, queries: torch.Tensor, prepared: tuple) -> torch.Tensor:
+        """queries ``[b, n_q, d]`` against keys from :meth:`prepare_keys` -> ``[b, n_q, d]``."""
+        b, n_q, _ = queries.shape
+        k, v, attn_mask, has_key = prepared
+        if k is None:
+            return self.to_out(queries.new_zeros(b, n_q, self.n_heads * self.dim_head))
+        q = self._split(self.to_q(queries))
         out = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask)
         out = out.transpose(1, 2).reshape(b, n_q, self.n_heads * self.dim_head)
         if has_key is not None:

@@ -67,6 +67,22 @@ class KRBlock(nn.Module):
             return z, keys
         return z[:, : queries.shape[1]], z[:, queries.shape[1] :]
 
+    def key_state(self, keys: torch.Tensor, key_mask: torch.Tensor | None = None):
+        """The key-side work of the query stream, done once: the attention's prepared keys
+        (projections, or FAVOR+ / linear-attention sums) where it offers ``prepare_keys``."""
+        normed = self.norm_attn(keys)
+        prepare = getattr(self.attn, "prepare_keys", None)
+        return ("prepared", prepare(normed, key_mask)) if prepare else ("raw", normed, key_mask)
+
+    def decode(self, queries: torch.Tensor, state) -> torch.Tensor:
+        """The query stream only, against :meth:`key_state`: ``[b, n_q, d] -> [b, n_q, d]``."""
+        normed = self.norm_attn(queries)
+        if state[0] == "prepared":
+            z = queries + self.attn.attend(normed, state[1])
+        else:
+            z = queries + self.attn(normed, state[1], state[2])
+        return z + self.ff(self.norm_ff(z))
+
 
 def kr_stack(
     blocks: Sequence[KRBlock],
@@ -83,29 +99,25 @@ def kr_stack(
 
 def kr_context_states(
     blocks: Sequence[KRBlock], keys: torch.Tensor, key_mask: torch.Tensor | None = None
-) -> list[torch.Tensor]:
-    """The keys ``[b, n_k, d]`` each block of a stack reads: ``states[i]`` is block ``i``'s
-    input. The key stream of a KR stack never reads the queries, so it can be computed once
-    and reused for any number of query chunks (streamed prediction)."""
-    states = [keys]
-    for block in blocks[:-1]:
-        # Rows of a block are independent given the keys: a key's self-attention update is
-        # the block applied to the keys as queries.
-        keys = block(keys, keys, key_mask, update_keys=False)[0]
-        states.append(keys)
+) -> list:
+    """What each block's query stream reads from its input keys ``[b, n_k, d]`` (see
+    :meth:`KRBlock.key_state`), for every block of a stack. The key stream of a KR stack never
+    reads the queries, so this is computed once for any number of query chunks."""
+    states = []
+    for i, block in enumerate(blocks):
+        states.append(block.key_state(keys, key_mask))
+        if i < len(blocks) - 1:
+            # Rows of a block are independent given the keys: a key's self-attention update
+            # is the block applied to the keys as queries.
+            keys = block.decode(keys, states[-1])
     return states
 
 
-def kr_decode(
-    blocks: Sequence[KRBlock],
-    queries: torch.Tensor,
-    states: Sequence[torch.Tensor],
-    key_mask: torch.Tensor | None = None,
-) -> torch.Tensor:
+def kr_decode(blocks: Sequence[KRBlock], queries: torch.Tensor, states: Sequence) -> torch.Tensor:
     """Queries ``[b, n_q, d]`` through a stack whose key states came from
     :func:`kr_context_states`; equal to :func:`kr_stack` on the same inputs."""
-    for block, keys in zip(blocks, states, strict=True):
-        queries = block(queries, keys, key_mask, update_keys=False)[0]
+    for block, state in zip(blocks, states, strict=True):
+        queries = block.decode(queries, state)
     return queries
 
 

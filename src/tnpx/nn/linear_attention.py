@@ -36,8 +36,19 @@ def kernel_attention(
     Returns:
         ``[b, h, n_q, d_v]``; a query with no valid key gets a zero vector.
     """
-    kv = phi_k.transpose(-2, -1) @ v  # [b, h, m, d_v]: sum_j phi(k_j) v_j^T
-    k_sum = phi_k.sum(-2).unsqueeze(-1)  # [b, h, m, 1]: sum_j phi(k_j)
+    return kernel_attention_from_sums(phi_q, *key_sums(phi_k, v), min_normaliser)
+
+
+def key_sums(phi_k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The sums over keys of kernel attention: ``sum_j phi(k_j) v_j^T`` ``[b, h, m, d_v]`` and
+    ``sum_j phi(k_j)`` ``[b, h, m, 1]``; computed once, they serve any number of queries."""
+    return phi_k.transpose(-2, -1) @ v, phi_k.sum(-2).unsqueeze(-1)
+
+
+def kernel_attention_from_sums(
+    phi_q: torch.Tensor, kv: torch.Tensor, k_sum: torch.Tensor, min_normaliser: float
+) -> torch.Tensor:
+    """:func:`kernel_attention` from :func:`key_sums`: ``[b, h, n_q, d_v]``."""
     normaliser = (phi_q @ k_sum).squeeze(-1)  # [b, h, n_q]
     return (phi_q @ kv) / normaliser.clamp_min(min_normaliser).unsqueeze(-1)
 
@@ -51,11 +62,15 @@ class KernelAttention(MultiHeadAttention):
     the sums, and a query with no valid key receives a zero vector before ``to_out``.
     """
 
-    def features(
-        self, q: torch.Tensor, k: torch.Tensor, key_mask: torch.Tensor | None
-    ) -> tuple[torch.Tensor, torch.Tensor, float]:
-        """``q [b, h, n_q, dim_head]``, ``k [b, h, n_k, dim_head]`` -> ``(phi_q [b, h, n_q, m],
-        phi_k [b, h, n_k, m], min_normaliser)``."""
+    min_normaliser: float = 1e-6
+
+    def query_features(self, q: torch.Tensor) -> torch.Tensor:
+        """``q [b, h, n_q, dim_head]`` -> ``phi_q [b, h, n_q, m]``."""
+        raise NotImplementedError  # pragma: no cover - abstract
+
+    def key_features(self, k: torch.Tensor, key_mask: torch.Tensor | None) -> torch.Tensor:
+        """``k [b, h, n_k, dim_head]`` -> ``phi_k [b, h, n_k, m]`` (masked keys may be
+        anything: they are zeroed afterwards)."""
         raise NotImplementedError  # pragma: no cover - abstract
 
     def forward(
@@ -64,19 +79,28 @@ class KernelAttention(MultiHeadAttention):
         """queries ``[b, n_q, d]``, keys (also the values) ``[b, n_k, d]``, key_mask ``[b, n_k]``.
 
         Returns ``[b, n_q, d]``."""
-        b, n_q, _ = queries.shape
-        inner = self.n_heads * self.dim_head
+        return self.attend(queries, self.prepare_keys(keys, key_mask))
+
+    def prepare_keys(self, keys: torch.Tensor, key_mask: torch.Tensor | None = None) -> tuple:
+        """The sums over keys (:func:`key_sums`), or ``(None, None)`` without keys: all a query
+        needs, so streamed query chunks cost O(chunk m d) each, independent of ``n_k``."""
         if keys.shape[1] == 0:
-            return self.to_out(queries.new_zeros(b, n_q, inner))
-        q, k, v = (
-            self._split(self.to_q(queries)),
-            self._split(self.to_k(keys)),
-            self._split(self.to_v(keys)),
-        )
-        phi_q, phi_k, min_normaliser = self.features(q, k, key_mask)
+            return (None, None)
+        k, v = self._split(self.to_k(keys)), self._split(self.to_v(keys))
+        phi_k = self.key_features(k, key_mask)
         if key_mask is not None:  # masked keys are zeroed after phi
             phi_k = phi_k.masked_fill(~key_mask[:, None, :, None], 0.0)
-        out = kernel_attention(phi_q, phi_k, v, min_normaliser)
+        return key_sums(phi_k, v)
+
+    def attend(self, queries: torch.Tensor, prepared: tuple) -> torch.Tensor:
+        """queries ``[b, n_q, d]`` against :meth:`prepare_keys`' sums -> ``[b, n_q, d]``."""
+        b, n_q, _ = queries.shape
+        inner = self.n_heads * self.dim_head
+        kv, k_sum = prepared
+        if kv is None:
+            return self.to_out(queries.new_zeros(b, n_q, inner))
+        phi_q = self.query_features(self._split(self.to_q(queries)))
+        out = kernel_attention_from_sums(phi_q, kv, k_sum, self.min_normaliser)
         return self.to_out(out.transpose(1, 2).reshape(b, n_q, inner))
 
 
@@ -86,7 +110,10 @@ class LinearAttention(KernelAttention):
 
     def __init__(self, dim_model: int, n_heads: int, dim_head: int, eps: float = 1e-6):
         super().__init__(dim_model, n_heads, dim_head)
-        self.eps = eps
+        self.eps = self.min_normaliser = eps
 
-    def features(self, q, k, key_mask):  # noqa: D102
-        return F.elu(q) + 1, F.elu(k) + 1, self.eps
+    def query_features(self, q):  # noqa: D102
+        return F.elu(q) + 1
+
+    def key_features(self, k, key_mask):  # noqa: D102
+        return F.elu(k) + 1

@@ -121,7 +121,8 @@ class PerformerAttention(KernelAttention):
                 f"need n_features >= 1 and redraw_every >= 0, got {n_features}, {redraw_every}"
             )
         self.n_features, self.seed, self.redraw_every = n_features, seed, redraw_every
-        self.stabilise, self.feature_norm, self.eps = stabilise, feature_norm, eps
+        self.stabilise, self.feature_norm = stabilise, feature_norm
+        self.eps = self.min_normaliser = eps
         self.register_buffer("projection", self._draw(0))  # [n_heads, n_features, dim_head]
         self.register_buffer("n_draws", torch.tensor(1))
         self.register_buffer("steps_since_draw", torch.tensor(0))
@@ -157,10 +158,11 @@ class PerformerAttention(KernelAttention):
         self._count_training_step()
         return super().forward(queries, keys, key_mask)
 
-    def features(self, q, k, key_mask):  # noqa: D102
+    def query_features(self, q):  # noqa: D102
         scale = self.dim_head**-0.25
-        phi_q = positive_features(q * scale, self.projection, (-1,) if self.stabilise else None)
-        phi_k = positive_features(
-            k * scale, self.projection, (-2, -1) if self.stabilise else None, key_mask
-        )
-        return phi_q, phi_k, self.eps
+        return positive_features(q * scale, self.projection, (-1,) if self.stabilise else None)
+
+    def key_features(self, k, key_mask):  # noqa: D102
+        scale = self.dim_head**-0.25
+        shift = (-2, -1) if self.stabilise else None
+        return positive_features(k * scale, self.projection, shift, key_mask)
