@@ -1,9 +1,10 @@
 """Thesis (TH) experiments at a CPU budget: relative-attention functions on the 1D sawtooth,
 "pre" vs "post" MLP on the 2D sawtooth, and TE-TNP vs RE-TE-TNP trained on the restricted 2D
-sawtooth and tested on the full one. Trains what is missing (resuming), caches every cell,
-writes ``results/thesis/README.md`` and ``results.json``.
+sawtooth and tested on the full one; the linear-time TNPs against TE-TNP and ConvCNP on the 2D
+GP and 2D sawtooth (thesis §7). Trains what is missing (resuming), caches every cell, writes
+``results/thesis/README.md`` and ``results.json``.
 
-    python benchmarks/thesis.py [--sections relative prepost rotation]
+    python benchmarks/thesis.py [--sections relative prepost rotation linear-gp linear-sawtooth]
 """
 
 from __future__ import annotations
@@ -44,6 +45,36 @@ SECTIONS = {
         {"TE-TNP": "th-restricted", "RE-TE-TNP": "th-restricted-re"},
         {"restricted (training directions)": {}, "full (any direction)": {"direction": "full"}},
     ),
+    "linear-gp": (
+        "Linear-time TNPs, 2D GP, N_c = 64, N_t = 128 (thesis §7.5)",
+        "all close: TE-TNP 1.134, LinearTNP 1.141, HyperMixNP 1.144, PT-TE-TNP 1.148, ConvNP "
+        "1.168 validation NLL (lower is better)",
+        {
+            "TE-TNP": "th-linear-gp2d",
+            "LinearTNP": "th-linear-gp2d-linear-tnp",
+            "HyperMixNP": "th-linear-gp2d-hypermix-np",
+            "PT-TNP (IST)": "th-linear-gp2d-pt-tnp-ist",
+            "PT-TNP (perceiver)": "th-linear-gp2d-pt-tnp-perceiver",
+            "TE-PT-TNP": "th-linear-gp2d-te-pt-tnp",
+            "ConvCNP": "th-linear-gp2d-convcnp",
+        },
+        {"test": {}},
+    ),
+    "linear-sawtooth": (
+        "Linear-time TNPs, 2D sawtooth, N_c = 64, N_t = 128 (thesis §7.5)",
+        "TE-TNP learns the sawtooth (validation NLL −1.407), ConvNP less well (−0.870); the "
+        "linear models (LinearTNP, HyperMixNP) fail to learn it",
+        {
+            "TE-TNP": "th-sawtooth2d",
+            "LinearTNP": "th-linear-sawtooth2d-linear-tnp",
+            "HyperMixNP": "th-linear-sawtooth2d-hypermix-np",
+            "PT-TNP (IST)": "th-linear-sawtooth2d-pt-tnp-ist",
+            "PT-TNP (perceiver)": "th-linear-sawtooth2d-pt-tnp-perceiver",
+            "TE-PT-TNP": "th-linear-sawtooth2d-te-pt-tnp",
+            "ConvCNP": "th-linear-sawtooth2d-convcnp",
+        },
+        {"test": {}},
+    ),
 }
 
 
@@ -58,6 +89,7 @@ def run_section(key: str, out: Path) -> dict[str, dict[str, Metrics]]:
             for i, (test, data) in enumerate(tests.items())
         }
         table[label]["_seconds"] = seconds
+        table[label]["_params"] = sum(p.numel() for p in model.parameters())
         print(
             key,
             label,
@@ -72,8 +104,8 @@ def section_markdown(key: str, table: dict) -> str:
     lines = [
         f"## {title}",
         "",
-        "| model | " + " | ".join(tests) + " | train time | config |",
-        "|" + " --- |" * (len(tests) + 3),
+        "| model | " + " | ".join(tests) + " | parameters | train time | config |",
+        "|" + " --- |" * (len(tests) + 4),
     ]
     for label, cells in table.items():
         values = [cells[t] for t in tests]
@@ -81,7 +113,7 @@ def section_markdown(key: str, table: dict) -> str:
         lines.append(
             f"| {label} | "
             + " | ".join(f"{m.ll:.3f} ± {m.ll_se:.3f}" for m in values)
-            + f" | {secs:.0f} s | `configs/{rows[label]}-budget.yaml` |"
+            + f" | {cells['_params']:,} | {secs:.0f} s | `configs/{rows[label]}-budget.yaml` |"
         )
     first = next(iter(tests))
     ranked = sorted(table, key=lambda k: -table[k][first].ll)

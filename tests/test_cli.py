@@ -13,7 +13,7 @@ from tiny import write_tiny
 from tnpx.cli import build_parser, main
 
 ENV = {**os.environ, "OMP_NUM_THREADS": "1"}
-COMMANDS = ["train", "eval", "plot", "models", "demo"]
+COMMANDS = ["train", "eval", "plot", "models", "demo", "bench"]
 
 
 def _tnpx(*args, **kw):
