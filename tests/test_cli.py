@@ -127,3 +127,13 @@ def test_demo_writes_its_results(tmp_path):
     assert "**Command**" in readme and "| tnp |" in readme and "| cnp |" in readme
     record = json.loads((demo / "metrics.json").read_text())
     assert [m["model"] for m in record["metrics"]] == ["tnp", "cnp"]
+
+
+def test_package_version_matches_pyproject():
+    import tomllib
+    from pathlib import Path
+
+    import tnpx
+
+    pyproject = Path(__file__).resolve().parents[1] / "pyproject.toml"
+    assert tomllib.loads(pyproject.read_text())["project"]["version"] == tnpx.__version__

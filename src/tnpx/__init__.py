@@ -6,11 +6,10 @@
 ['cnp', 'gp-oracle']
 """
 
-__version__ = "0.1.0"
-
-from .batch import Batch  # noqa: E402
-from .checkpoint import CheckpointError, load, save  # noqa: E402
-from .models import NeuralProcess, build_model, list_models  # noqa: E402
+from ._version import __version__
+from .batch import Batch
+from .checkpoint import CheckpointError, load, save
+from .models import NeuralProcess, build_model, list_models
 
 __all__ = [
     "Batch",

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import torch
 
+from ._version import __version__
 from .models.base import REGISTRY, NeuralProcess, build_model
 
 FORMAT = "tnpx-checkpoint"
@@ -24,8 +25,6 @@ class CheckpointError(ValueError):
 
 def model_record(model: NeuralProcess) -> dict:
     """The dict :func:`save` writes: format tag, version, model config, state dict."""
-    from . import __version__
-
     ref = next(model.parameters(), None)
     dtype = str(ref.dtype).removeprefix("torch.") if ref is not None else "float32"
     return {
