@@ -130,8 +130,9 @@ def test_demo_writes_its_results(tmp_path):
 
 
 def test_package_version_matches_pyproject():
-    import tomllib
     from pathlib import Path
+
+    import tomllib
 
     import tnpx
 
