@@ -35,12 +35,13 @@ def main() -> None:
     done = {}  # sizes measured by an earlier run of this command are reused, not re-timed
     if (out / "te_attention.json").exists() and not args.fresh:
         done = {r["n"]: r for r in json.loads((out / "te_attention.json").read_text())}
-    rows = []
+    rows = dict(done)  # every size measured so far stays in the table
     for n in args.sizes:
         if n in done:
-            rows.append(done[n])
             continue
         row = {"n": n, "pair_features_gb": n * n * hidden * 4 / 2**30}
+        row.update(commit=commit, command=command_line(), hardware=hardware())
+        row.update(timeout_s=args.timeout, memory_gb=args.memory_gb)
         for label, chunk in (("chunked", defaults.chunk_elements), ("unchunked", UNCHUNKED)):
             spec = {
                 "model": "te-tnp",
@@ -51,13 +52,16 @@ def main() -> None:
             }
             row[label] = measure(spec, timeout_s=args.timeout, memory_gb=args.memory_gb)
             print(n, label, row[label], flush=True)
-        rows.append(row)
+        rows[n] = row
         # rewritten after every size, so a stopped run keeps what it measured
-        (out / "te_attention.json").write_text(json.dumps(rows, indent=2))
-        (out / "te_attention.md").write_text(report(rows, args, commit, defaults))
-    (out / "te_attention.json").write_text(json.dumps(rows, indent=2))
-    (out / "te_attention.md").write_text(report(rows, args, commit, defaults))
+        write(out, [rows[k] for k in sorted(rows)], args, defaults)
+    write(out, [rows[k] for k in sorted(rows)], args, defaults)
     print(f"wrote {out / 'te_attention.md'}")
+
+
+def write(out: Path, rows: list[dict], args, hyper) -> None:
+    (out / "te_attention.json").write_text(json.dumps(rows, indent=2))
+    (out / "te_attention.md").write_text(report(rows, args, hyper))
 
 
 def cell(result: dict) -> str:
@@ -66,7 +70,22 @@ def cell(result: dict) -> str:
     return f"{result['seconds']:.2f} s, {result['peak_mb']:.0f} MB"
 
 
-def report(rows, args, commit, hyper) -> str:
+def provenance(rows) -> str:
+    """Which command, commit and hardware measured which sizes (rows may come from several
+    runs of this script; rows from before this was recorded say so)."""
+    groups: dict[tuple, list[int]] = {}
+    for r in rows:
+        key = (r.get("command", "not recorded"), r.get("commit", "not recorded"))
+        key += (r.get("hardware", "not recorded"), r.get("timeout_s"), r.get("memory_gb"))
+        groups.setdefault(key, []).append(r["n"])
+    return "\n".join(
+        f"- N = {', '.join(f'{n:,}' for n in ns)}: `{cmd}`, commit `{commit}`, {hw}; limits "
+        f"{limit:.0f} s and {memory:.0f} GB of address space per point"
+        for (cmd, commit, hw, limit, memory), ns in groups.items()
+    )
+
+
+def report(rows, args, hyper) -> str:
     table = [
         "| N = Nc = Nt | chunked: time, peak memory | unchunked: time, peak memory | "
         "[N, N, hidden] pair features if materialised |",
@@ -84,20 +103,20 @@ TE-TNP forward, batch 1, Nc = Nt = N, no gradients. Lower is better. The model i
 default size (D_z {hyper.dim_model}, {hyper.n_layers} layers of {hyper.n_heads} heads, rho and
 phi MLPs {hyper.dim_model} wide, location update on). "Chunked" computes the per-pair
 features per query chunk of at most {hyper.chunk_elements:,} elements; "unchunked" forms
-them for all queries at once. Each point runs in its own process, limited to
-{args.timeout:.0f} s and {args.memory_gb:.0f} GB of address space above its start-up size.
+them for all queries at once. Each point runs in its own process, limited in time and in
+address space above its start-up size (limits per command below).
 
-**Command**: `{command_line()}`, commit `{commit}`.
+**Commands** (each size is measured once and kept; `--fresh` re-measures):
+{provenance(rows)}
 
 **Protocol or budget**: a micro-benchmark (issue: TE attention memory), not a paper table.
 
-**Hardware**: {hardware()}.
+**Hardware**: named per command above; the machine was otherwise idle while timing.
 
 {chr(10).join(table)}
 
 **Reading**: {reading(rows, args)} Time grows as N² either way: the rho and phi MLPs run on
-every (query, key) pair, which is the cost of TE attention on this CPU. Not yet measured here:
-N = 10⁴ (the issue's goal), which at this rate needs a per-point limit of about an hour.
+every (query, key) pair, which is the cost of TE attention on this CPU.
 """
 
 
