@@ -90,6 +90,7 @@ def run_section(key: str, out: Path) -> dict[str, dict[str, Metrics]]:
         }
         table[label]["_seconds"] = seconds
         table[label]["_params"] = sum(p.numel() for p in model.parameters())
+        table[label]["_steps"] = cfg.train.steps
         print(
             key,
             label,
@@ -104,8 +105,8 @@ def section_markdown(key: str, table: dict) -> str:
     lines = [
         f"## {title}",
         "",
-        "| model | " + " | ".join(tests) + " | parameters | train time | config |",
-        "|" + " --- |" * (len(tests) + 4),
+        "| model | " + " | ".join(tests) + " | parameters | steps | train time | config |",
+        "|" + " --- |" * (len(tests) + 5),
     ]
     for label, cells in table.items():
         values = [cells[t] for t in tests]
@@ -113,7 +114,8 @@ def section_markdown(key: str, table: dict) -> str:
         lines.append(
             f"| {label} | "
             + " | ".join(f"{m.ll:.3f} ± {m.ll_se:.3f}" for m in values)
-            + f" | {cells['_params']:,} | {secs:.0f} s | `configs/{rows[label]}-budget.yaml` |"
+            + f" | {cells['_params']:,} | {cells['_steps']:,} | {secs:.0f} s "
+            + f"| `configs/{rows[label]}-budget.yaml` |"
         )
     first = next(iter(tests))
     ranked = sorted(table, key=lambda k: -table[k][first].ll)
@@ -158,20 +160,21 @@ def main() -> None:
     body = "\n\n".join(section_markdown(k, v) for k, v in results.items())
     (out / "README.md").write_text(f"""# Thesis experiments (budget)
 
-**What**: the thesis' model comparisons on sawtooth data (PROTOCOLS "TH"): LL per target
-point on held-out tasks (higher is better), mean ± s.e. over
-{cfg.eval.n_batches * cfg.eval.batch_size} test tasks. The thesis reports validation-loss
-curves, not numbers, so there is no paper number beside each cell: the comparison is the
-ordering it found.
+**What**: the thesis' model comparisons on sawtooth and GP data (PROTOCOLS "TH"): LL per
+target point on held-out tasks (higher is better), mean ± s.e. over
+{cfg.eval.n_batches * cfg.eval.batch_size} test tasks. The thesis mostly reports
+validation-loss curves, not numbers, so the comparison is the ordering it found (§7.5's
+validation NLLs are quoted in that section's finding).
 
-**Command**: `{command_line()}`, commit `{commit}`.
+**Command**: `{command_line()}`, commit `{commit}`. Cells and trained models from earlier
+runs of the same configs are reused (`results/thesis/cells/`, the configs' run directories).
 
 **Protocol or budget**: budget. The thesis trains ~1M-parameter models for hours; here each
 model has D_z {cfg.model["dim_model"]}, {cfg.model["n_layers"]} layers of
-{cfg.model["n_heads"]} heads and trains {cfg.train.steps} steps of batch
-{cfg.data["batch_size"]} (AdamW {cfg.optim.lr}, cosine decay). The sawtooth's period
-(U(0.5, 2)), phase and direction distributions are tnpx's reading of the thesis, which leaves
-them out (`tnpx.data.sawtooth`).
+{cfg.model["n_heads"]} heads (other models: the sizes they take, parameters column) and trains
+the steps in the tables (batch {cfg.data["batch_size"]}, AdamW {cfg.optim.lr}, cosine decay).
+The sawtooth's period (U(0.5, 2)), phase and direction distributions are tnpx's reading of
+the thesis, which leaves them out (`tnpx.data.sawtooth`).
 
 **Hardware and time**: {hardware()}; training wall time per model in the tables.
 
