@@ -10,14 +10,17 @@ from ._version import __version__
 from .batch import Batch
 from .checkpoint import CheckpointError, load, save
 from .models import NeuralProcess, build_model, list_models
+from .predict import DataError, predict
 
 __all__ = [
     "Batch",
     "CheckpointError",
+    "DataError",
     "NeuralProcess",
     "__version__",
     "build_model",
     "list_models",
     "load",
+    "predict",
     "save",
 ]

@@ -1,0 +1,659 @@
+"""Prediction on a user's own data: tables in, predictions in the same units out.
+
+``predict(model, context, targets)`` takes a model (or a checkpoint path) and two tables
+(pandas DataFrames or CSV files): the *context*, rows of observed inputs and outputs, and the
+*targets*, rows of inputs to predict at. It returns one row per target with the predictive
+mean, standard deviation and a central interval of every output, in the user's units.
+
+Scaling. A model is trained on tasks whose inputs lie in a fixed box, the *training domain*
+(``[-2, 2]`` for the KR and TE GP data), and whose outputs have mean about 0 and scale about 1.
+The same model given inputs in metres or years and outputs in kelvin sees functions it never
+met in training. So, by default:
+
+- inputs: per input column, ``x_model = (x - loc) / scale`` is the affine map taking the
+  *context's* range ``[min, max]`` onto the training domain. The context alone, not the
+  targets, fixes it: the context then looks as it did in training (spread over the domain),
+  and the prediction at a target depends on the context and that target only, never on which
+  other targets are asked for (so adding targets, or streaming them in chunks, changes
+  nothing). Targets outside the context's range map outside the domain; targets more than one
+  context-range width outside it get a warning, since NPs extrapolate poorly. A column where
+  the context has fewer than two distinct values (one point, a constant column, no context)
+  uses the range of context and targets together instead.
+- outputs: ``y_model = (y - mean) / std``, the context's mean and (population) standard
+  deviation per output column; a standard deviation that is zero or negligible against the
+  mean (one point, a constant column) is replaced by 1, with a warning. Predicted means map
+  back as ``mean * std + mean_c``; predicted standard deviations scale by ``std`` only.
+  An empty context (the model's prior) uses mean 0 and scale 1 unless given.
+
+The training domain comes from the experiment config a trained checkpoint records (the GP
+``domain`` of the ``kr`` layout, the ``ctx_range`` of the ``uniform`` layout or of sawtooth
+data, plus any training ``shift``); a model object or a checkpoint without that record falls
+back to ``[-2, 2]`` with a warning. ``scale_inputs=False`` / ``standardise_outputs=False``
+switch either map off (values go to the model unchanged); ``input_scale``, ``output_scale``
+and ``domain`` set them by hand. The maps used are recorded in ``result.attrs["tnpx"]``.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from statistics import NormalDist
+from typing import TYPE_CHECKING
+
+import numpy as np
+import torch
+
+if TYPE_CHECKING:  # pandas is imported where it is used, so `import tnpx` stays light
+    import pandas as pd
+
+    from .config import ExperimentConfig
+    from .models import NeuralProcess
+
+DEFAULT_DOMAIN = (-2.0, 2.0)
+NETCDF_SUFFIXES = {".nc", ".nc4", ".cdf", ".netcdf"}
+REL_STD_FLOOR = 1e-10  # a context std at or below this fraction of |mean| counts as zero
+
+
+class DataError(ValueError):
+    """User data that cannot be used: the message names the file (or frame), row and column."""
+
+
+# -- reading tables ----------------------------------------------------------------------------
+@dataclass
+class Table:
+    """A table of user data and the name its messages use (a path, or "context DataFrame")."""
+
+    frame: pd.DataFrame
+    name: str
+    from_file: bool
+
+    def where(self, position: int) -> str:
+        """Where row ``position`` (0-based) is, in words a user can find it by."""
+        if self.from_file:
+            return f"data row {position + 1}"
+        label = self.frame.index[position]
+        label = label.item() if isinstance(label, np.generic) else label
+        at = "" if label == position else f" (position {position})"
+        return f"row {_show(label)}{at}"
+
+
+def read_table(source, role: str) -> Table:
+    """``source`` (a DataFrame, or the path of a CSV file or, with xarray, a NetCDF file) as a
+    :class:`Table`; ``role`` ("context" or "targets") names a DataFrame in messages.
+
+    Raises:
+        DataError: the file is missing, unreadable, empty, not CSV, or has no header row.
+    """
+    import pandas as pd
+
+    if isinstance(source, pd.DataFrame):
+        name = f"{role} DataFrame"
+        duplicated = source.columns[source.columns.duplicated()]
+        if len(duplicated):
+            raise DataError(f"{name}: column(s) {_names(duplicated)} appear more than once")
+        return Table(source, name, from_file=False)
+    if not isinstance(source, (str, Path)):
+        raise TypeError(f"{role}: expected a pandas DataFrame or a file path, got {type(source)}")
+    path = Path(source)
+    if not path.is_file():
+        what = "is a folder, not a file" if path.is_dir() else "no such file"
+        raise DataError(f"{path}: {what}")
+    reader = _read_netcdf if path.suffix.lower() in NETCDF_SUFFIXES else _read_csv
+    frame = reader(path)
+    _check_header(frame, str(path))
+    return Table(frame, str(path), from_file=True)
+
+
+def _read_csv(path: Path) -> pd.DataFrame:
+    import pandas as pd
+
+    try:
+        with warnings.catch_warnings():  # data lost to a ragged row is an error, not a warning
+            warnings.simplefilter("error", pd.errors.ParserWarning)
+            # index_col=False: a first row with an extra value is not taken for an index
+            return pd.read_csv(path, skipinitialspace=True, index_col=False)
+    except (pd.errors.ParserWarning, pd.errors.ParserError) as err:
+        row = _ragged_row(path)
+        if row is not None:
+            raise DataError(
+                f"{path}, {row}: more values than the header has column names"
+            ) from None
+        raise DataError(f"{path}: not a readable CSV file ({_first_line(err)})") from None
+    except pd.errors.EmptyDataError:
+        raise DataError(
+            f"{path}: the file is empty; expected a header row of column names, then one row "
+            "per point"
+        ) from None
+    except (OSError, UnicodeDecodeError, ValueError) as err:
+        raise DataError(f"{path}: cannot read the file ({_first_line(err)})") from None
+
+
+def _ragged_row(path: Path) -> str | None:
+    """Where the first row with more fields than the header is, if one has (read only on a
+    parse error)."""
+    import csv
+
+    try:
+        with path.open(newline="") as f:
+            rows = csv.reader(f, skipinitialspace=True)
+            n_cols = len(next(rows))
+            for i, row in enumerate(r for r in rows if r):  # pandas skips blank lines too
+                if len(row) > n_cols:
+                    return f"data row {i + 1} (line {rows.line_num})"
+    except (OSError, UnicodeDecodeError, StopIteration, csv.Error):
+        pass
+    return None
+
+
+def _read_netcdf(path: Path) -> pd.DataFrame:
+    """A NetCDF file's variables as columns, one row per grid point (coordinates included)."""
+    try:
+        import xarray
+    except ImportError:
+        raise DataError(
+            f"{path}: reading NetCDF files needs xarray; pip install 'tnpx[xarray]' "
+            "(or save the table as CSV)"
+        ) from None
+    try:
+        with xarray.open_dataset(path) as data:
+            return data.to_dataframe().reset_index()
+    except Exception as err:  # any backend failure: report it against the file
+        raise DataError(f"{path}: cannot read the NetCDF file ({_first_line(err)})") from None
+
+
+def _first_line(err: BaseException) -> str:
+    text = str(err).strip()
+    return text.splitlines()[0] if text else type(err).__name__
+
+
+def _check_header(frame: pd.DataFrame, name: str) -> None:
+    """Column names are required: a nameless column or a first row of numbers is an error."""
+    names = [str(c) for c in frame.columns]
+    for i, col in enumerate(names):
+        if col.startswith("Unnamed: "):
+            raise DataError(f"{name}: column {i + 1} has no name; every column needs a header")
+    if names and all(_is_number(c) for c in names):
+        raise DataError(
+            f"{name}: the first line ({', '.join(names)}) is numbers, not column names; "
+            "add a header row naming the columns"
+        )
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+# -- choosing and checking columns -------------------------------------------------------------
+def choose_columns(
+    context: Table, targets: Table, x_cols, y_cols, dim_x: int, dim_y: int
+) -> tuple[list, list]:
+    """The input and output columns: by default every column of the targets is an input and
+    every other column of the context an output. Checked against the model's sizes.
+
+    Raises:
+        DataError: a named column is missing, or the counts do not match ``dim_x``/``dim_y``.
+    """
+    x_cols, y_cols = _as_list(x_cols), _as_list(y_cols)
+    if x_cols is None:
+        x_cols = [c for c in targets.frame.columns if c not in (y_cols or [])]
+    _require(targets, x_cols)
+    if y_cols is None:
+        y_cols = [c for c in context.frame.columns if c not in x_cols]
+    _require(context, [*x_cols, *y_cols])
+    both = [c for c in x_cols if c in y_cols]
+    if both:
+        raise DataError(f"column(s) {both} are named as both inputs and outputs")
+    if len(x_cols) != dim_x:
+        raise DataError(
+            f"{targets.name}: the model takes {dim_x} input column(s) but {len(x_cols)} "
+            f"were found: {_names(x_cols)}; name the inputs with x_cols (--x-cols)"
+        )
+    if len(y_cols) != dim_y:
+        raise DataError(
+            f"{context.name}: the model predicts {dim_y} output column(s) but the context has "
+            f"{len(y_cols)} besides the inputs {_names(x_cols)}: {_names(y_cols)}; name the "
+            "outputs with y_cols (--y-cols)"
+        )
+    return x_cols, y_cols
+
+
+def _as_list(cols) -> list | None:
+    if cols is None:
+        return None
+    return [cols] if isinstance(cols, str) else list(cols)
+
+
+def _names(cols) -> str:
+    return ", ".join(repr(c) for c in cols) if len(cols) else "none"
+
+
+def _require(table: Table, cols: list) -> None:
+    for col in cols:
+        if col not in table.frame.columns:
+            raise DataError(
+                f"{table.name}: no column {col!r}; its columns are {_names(table.frame.columns)}"
+            )
+
+
+def numeric_rows(table: Table, cols: list, drop_missing: bool = False) -> pd.DataFrame:
+    """The columns ``cols`` of ``table`` as float64, every value checked.
+
+    Raises:
+        DataError: a value that is not a number, infinite, or missing (an empty cell or NaN);
+            with ``drop_missing`` rows with a missing value are dropped instead, with a warning.
+    """
+    import pandas as pd
+
+    values = pd.DataFrame({c: _numeric_column(table, c) for c in cols}, index=table.frame.index)
+    values.columns = list(cols)  # as given, whatever their type
+    for col in cols:
+        infinite = np.isinf(values[col].to_numpy())
+        if infinite.any():
+            pos = int(infinite.argmax())
+            raise DataError(
+                f"{table.name}, {table.where(pos)}, column {col!r}: "
+                f"{_show(table.frame[col].iloc[pos])} is not a finite number"
+            )
+    missing = values.isna().to_numpy()
+    if not missing.any():
+        return values
+    rows = missing.any(axis=1)
+    if drop_missing:
+        _warn(
+            f"{table.name}: dropped {int(rows.sum())} of {len(rows)} rows with a missing value "
+            f"({_row_list(table, np.flatnonzero(rows))})"
+        )
+        return values[~rows]
+    pos, col_index = np.argwhere(missing)[0]
+    more = int(rows.sum()) - 1
+    raise DataError(
+        f"{table.name}, {table.where(int(pos))}, column {cols[col_index]!r}: missing value "
+        f"(empty cell or NaN){f'; {more} more row(s) have missing values' if more else ''}; "
+        "fill them in, or drop such rows with drop_missing=True (--drop-missing)"
+    )
+
+
+def _numeric_column(table: Table, col) -> np.ndarray:
+    """One column as float64 (missing values NaN); a value that is not a number is an error."""
+    import pandas as pd
+    from pandas.api.types import is_bool_dtype, is_numeric_dtype
+
+    column = table.frame[col]
+    if is_numeric_dtype(column) and not is_bool_dtype(column):
+        return column.to_numpy(dtype=np.float64, na_value=np.nan)
+    if is_bool_dtype(column):
+        bad = column.notna().to_numpy()
+        values = np.zeros(len(column))
+    else:
+        parsed = pd.to_numeric(column.astype(object), errors="coerce")
+        values = parsed.to_numpy(dtype=np.float64, na_value=np.nan)
+        bad = np.isnan(values) & column.notna().to_numpy()
+    if bad.any():
+        pos = int(bad.argmax())
+        raise DataError(
+            f"{table.name}, {table.where(pos)}, column {col!r}: "
+            f"{_show(column.iloc[pos])} is not a number"
+        )
+    return values
+
+
+def _show(value) -> str:
+    """A cell's value as the user wrote it: strings quoted, numbers plain."""
+    return repr(value) if isinstance(value, str) else str(value)
+
+
+def _row_list(table: Table, positions: np.ndarray, shown: int = 5) -> str:
+    rows = ", ".join(table.where(int(p)) for p in positions[:shown])
+    return rows + (f" and {len(positions) - shown} more" if len(positions) > shown else "")
+
+
+def _warn(message: str) -> None:
+    warnings.warn(message, UserWarning, stacklevel=3)
+
+
+# -- the model and its training domain ---------------------------------------------------------
+def resolve_model(model) -> tuple[NeuralProcess, tuple[float, float] | None, str]:
+    """``(model, training domain or None, why the domain is unknown)`` for a model object or a
+    checkpoint path.
+
+    Raises:
+        CheckpointError: the path is not a readable tnpx checkpoint.
+    """
+    from .models import NeuralProcess
+
+    if isinstance(model, NeuralProcess):
+        return model, None, "a model object carries no record of its training data"
+    if not isinstance(model, (str, Path)):
+        raise TypeError(f"model: expected a NeuralProcess or a checkpoint path, got {type(model)}")
+    from .checkpoint import load
+    from .train import experiment_of
+
+    net = load(model)
+    try:
+        experiment = experiment_of(model)
+    except ValueError as err:  # recorded by another tnpx version, say
+        return net, None, f"{model} records an experiment this tnpx cannot read ({err})"
+    if experiment is None:
+        return net, None, f"{model} records no training experiment"
+    domain = training_domain(experiment)
+    return net, domain, f"{model}'s data sampler {experiment.data.get('name')!r} has no domain"
+
+
+def training_domain(experiment: ExperimentConfig) -> tuple[float, float] | None:
+    """The box the training context inputs were drawn from, per the recorded config (the
+    same box on every input axis), or None for a sampler without one."""
+    from .data import SAMPLERS
+
+    name = experiment.data.get("name")
+    if name not in SAMPLERS:
+        return None
+    data = SAMPLERS[name][1](**experiment.data_options())
+    if name == "gp" and data.layout == "kr":
+        lo, hi = data.domain
+    elif name == "gp" and data.input_distribution == "bimodal":
+        lo = min(r[0] for r in data.bimodal_ranges)
+        hi = max(r[1] for r in data.bimodal_ranges)
+    else:
+        lo, hi = data.ctx_range
+    return float(lo + data.shift), float(hi + data.shift)
+
+
+# -- affine maps between the user's units and the model's --------------------------------------
+@dataclass(frozen=True)
+class Affine:
+    """Per-column affine map: ``model = (user - loc) / scale``, ``loc``, ``scale`` ``[D]``."""
+
+    loc: np.ndarray
+    scale: np.ndarray
+
+    @classmethod
+    def identity(cls, d: int) -> Affine:
+        return cls(np.zeros(d), np.ones(d))
+
+    def to_model(self, values: np.ndarray) -> np.ndarray:
+        return (values - self.loc) / self.scale
+
+    def to_user(self, values: np.ndarray) -> np.ndarray:
+        return values * self.scale + self.loc
+
+
+def _pairs(value, d: int, name: str) -> np.ndarray:
+    """A ``(a, b)`` pair for every column, or one pair per column, as ``[d, 2]``."""
+    pairs = np.asarray(value, dtype=np.float64)
+    if pairs.shape == (2,):
+        pairs = np.tile(pairs, (d, 1))
+    if pairs.shape != (d, 2) or not np.isfinite(pairs).all():
+        raise ValueError(
+            f"{name}: expected one finite pair or {d} pairs (one per column), got {value!r}"
+        )
+    return pairs
+
+
+def reference_ranges(xc: np.ndarray, xt: np.ndarray, x_cols: list) -> np.ndarray:
+    """``[dim_x, 2]``: per input column, the context's ``[min, max]``; where the context has
+    fewer than two distinct values, that of context and targets together (with a warning)."""
+    both = np.concatenate([xc, xt])
+    ranges = np.stack([both.min(0), both.max(0)], 1)
+    if len(xc):
+        from_context = np.stack([xc.min(0), xc.max(0)], 1)
+        wide = from_context[:, 1] > from_context[:, 0]
+        ranges[wide] = from_context[wide]
+        narrow = [c for c, w in zip(x_cols, wide) if not w]
+        if narrow:
+            _warn(
+                f"the context has one distinct value in input column(s) {_names(narrow)}: "
+                "scaling them by the range of context and targets together"
+            )
+    return ranges
+
+
+def fit_input_map(
+    xc: np.ndarray, xt: np.ndarray, x_cols: list, domain, input_scale=None
+) -> tuple[Affine, np.ndarray]:
+    """The map taking each input column's reference range (``input_scale`` if given, else
+    :func:`reference_ranges`) affinely onto ``domain``; returns it and the ranges used."""
+    dim_x = xc.shape[1]
+    if input_scale is not None:
+        ranges = _pairs(input_scale, dim_x, "input_scale")
+        if (ranges[:, 1] <= ranges[:, 0]).any():
+            raise ValueError(
+                f"input_scale: each pair must be (low, high), low < high, got {input_scale!r}"
+            )
+    else:
+        ranges = reference_ranges(xc, xt, x_cols)
+    box = _pairs(domain, dim_x, "domain")
+    width = ranges[:, 1] - ranges[:, 0]
+    centre = ranges.mean(1)
+    # All points share one value: shift it to the domain's centre, unit scale.
+    width = np.where(width > 0, width, box[:, 1] - box[:, 0])
+    ranges = np.stack([centre - width / 2, centre + width / 2], 1)
+    scale = width / (box[:, 1] - box[:, 0])
+    return Affine(ranges[:, 0] - box[:, 0] * scale, scale), ranges
+
+
+def fit_output_map(yc: np.ndarray, y_cols: list, output_scale=None) -> Affine:
+    """``(y - mean) / std`` with the context's mean and population std per output column
+    (``output_scale``'s ``(mean, std)`` pairs if given); a zero or negligible std becomes 1."""
+    dim_y = yc.shape[1]
+    if output_scale is not None:
+        pairs = _pairs(output_scale, dim_y, "output_scale")
+        if (pairs[:, 1] <= 0).any():
+            raise ValueError(
+                f"output_scale: each pair must be (mean, std), std > 0, got {output_scale!r}"
+            )
+        return Affine(pairs[:, 0], pairs[:, 1])
+    if len(yc) == 0:  # the prior: nothing to standardise by (predict warns)
+        return Affine.identity(dim_y)
+    mean, std = yc.mean(0), yc.std(0)
+    flat = std <= REL_STD_FLOOR * np.abs(mean)
+    if flat.any():
+        _warn(
+            f"output column(s) {_names([c for c, f in zip(y_cols, flat) if f])} have no spread "
+            f"in the context ({len(yc)} point(s)): standardising them with scale 1 (their "
+            "units); pass output_scale=(mean, std) to choose"
+        )
+    return Affine(mean, np.where(flat, 1.0, std))
+
+
+def fit_maps(
+    xc: np.ndarray,
+    yc: np.ndarray,
+    xt: np.ndarray,
+    x_cols: list,
+    y_cols: list,
+    domain,
+    input_scale,
+    standardise_outputs: bool,
+    output_scale,
+) -> tuple[Affine, Affine, dict]:
+    """The input map (identity where ``domain`` is None: no input scaling), the output map
+    (identity where not standardising, or for an empty context without ``output_scale``),
+    and a record of both for ``result.attrs``."""
+    record: dict = {"domain": None, "input_ranges": None, "output_mean_std": None}
+    x_map, y_map = Affine.identity(xc.shape[1]), Affine.identity(yc.shape[1])
+    if domain is not None:
+        x_map, ranges = fit_input_map(xc, xt, x_cols, domain, input_scale)
+        record["domain"] = _pairs(domain, xc.shape[1], "domain").tolist()
+        record["input_ranges"] = dict(zip(x_cols, ranges.tolist()))
+    if standardise_outputs and (len(yc) or output_scale is not None):
+        y_map = fit_output_map(yc, y_cols, output_scale)
+        record["output_mean_std"] = {
+            c: [float(y_map.loc[j]), float(y_map.scale[j])] for j, c in enumerate(y_cols)
+        }
+    return x_map, y_map, record
+
+
+def warn_far_targets(xc: np.ndarray, xt: np.ndarray, x_cols: list) -> None:
+    """Warn when targets lie more than one context-range width outside the context's range."""
+    if len(xc) < 2:
+        return
+    lo, hi = xc.min(0), xc.max(0)
+    width = hi - lo
+    far = ((xt < lo - width) | (xt > hi + width)) & (width > 0)
+    n_far = int(far.any(1).sum())
+    if n_far:
+        cols = [c for c, f in zip(x_cols, far.any(0)) if f]
+        spans = ", ".join(f"{c!r} [{lo[i]:.4g}, {hi[i]:.4g}]" for i, c in enumerate(x_cols))
+        _warn(
+            f"{n_far} of {len(xt)} targets lie more than one context-range width outside the "
+            f"context's inputs (in {_names(cols)}; context range {spans}); neural processes "
+            "extrapolate poorly there"
+        )
+
+
+# -- the model call ----------------------------------------------------------------------------
+def can_stream(model: NeuralProcess) -> bool:
+    """Whether ``model.predict_streamed`` applies: not where targets interact (TNP-ND), not
+    for latent and bootstrapping NPs (chunks would draw different latents)."""
+    from .models.latent import MixtureNP
+
+    return not model.targets_interact and not isinstance(model, MixtureNP)
+
+
+def predict_arrays(
+    model: NeuralProcess,
+    xc: np.ndarray,
+    yc: np.ndarray,
+    xt: np.ndarray,
+    chunk_size: int = 16384,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Predictive mean and std ``[n_tgt, dim_y]`` (float64) of one task in the model's units:
+    ``xc [n_ctx, dim_x]``, ``yc [n_ctx, dim_y]``, ``xt [n_tgt, dim_x]``.
+
+    Targets are decoded ``chunk_size`` at a time (``predict_streamed``), so memory is bounded
+    by a chunk. Models that cannot stream (:func:`can_stream`: TNP-ND, latent and
+    bootstrapping NPs) are called once on all targets; for latent NPs the mean and std are the
+    mixture's moments.
+    """
+    ref = next(iter([*model.parameters(), *model.buffers()]), None)
+    dtype = ref.dtype if ref is not None else torch.get_default_dtype()
+    device = ref.device if ref is not None else torch.device("cpu")
+
+    def tensor(a: np.ndarray) -> torch.Tensor:
+        return torch.as_tensor(a, dtype=dtype, device=device).unsqueeze(0)
+
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            if can_stream(model):
+                pred = model.predict_streamed(tensor(xc), tensor(yc), tensor(xt), None, chunk_size)
+            else:
+                pred = model(tensor(xc), tensor(yc), tensor(xt))
+            mean, std = pred.mean[0], pred.stddev[0]
+    finally:
+        model.train(was_training)
+    return mean.double().cpu().numpy(), std.double().cpu().numpy()
+
+
+# -- the result table --------------------------------------------------------------------------
+def prediction_frame(
+    inputs: pd.DataFrame, y_cols: list, mean: np.ndarray, std: np.ndarray, level: float
+) -> pd.DataFrame:
+    """The target inputs, then per output ``<y>_mean``, ``<y>_std``, ``<y>_lower``,
+    ``<y>_upper``: the central ``level`` interval of the Gaussian ``N(mean, std^2)``."""
+    z = NormalDist().inv_cdf(0.5 + level / 2)
+    frame = inputs.copy()
+    for j, col in enumerate(y_cols):
+        frame[f"{col}_mean"] = mean[:, j]
+        frame[f"{col}_std"] = std[:, j]
+        frame[f"{col}_lower"] = mean[:, j] - z * std[:, j]
+        frame[f"{col}_upper"] = mean[:, j] + z * std[:, j]
+    return frame
+
+
+def predict(
+    model,
+    context,
+    targets,
+    *,
+    x_cols=None,
+    y_cols=None,
+    scale_inputs: bool = True,
+    standardise_outputs: bool = True,
+    input_scale=None,
+    output_scale=None,
+    domain=None,
+    level: float = 0.95,
+    chunk_size: int = 16384,
+    drop_missing: bool = False,
+) -> pd.DataFrame:
+    """Predict the outputs at ``targets`` given ``context``, in the user's units.
+
+    Args:
+        model: a :class:`~tnpx.NeuralProcess` or the path of a checkpoint (whose recorded
+            experiment gives the training domain).
+        context: a DataFrame or CSV path with input and output columns (may have no rows:
+            the prediction is then the model's prior).
+        targets: a DataFrame or CSV path with the input columns.
+        x_cols, y_cols: input and output column names; by default every column of
+            ``targets`` is an input and every other column of ``context`` an output.
+        scale_inputs: map inputs affinely, per column, from the context's range onto the
+            model's training domain (see the module docstring); False passes them unchanged.
+        standardise_outputs: standardise outputs by the context's mean and std and map the
+            predictions back; False passes them unchanged.
+        input_scale: ``(low, high)`` (one pair, or one per input column): the range in the
+            user's units to map onto the training domain, instead of the context's range.
+        output_scale: ``(mean, std)`` (one pair, or one per output column) to standardise
+            with, instead of the context's.
+        domain: ``(low, high)``: the model's training input domain, instead of the one the
+            checkpoint records (or ``[-2, 2]`` where it records none).
+        level: the probability of the central interval ``<y>_lower``..``<y>_upper``.
+        chunk_size: targets decoded per chunk (memory is bounded by a chunk).
+        drop_missing: drop rows with a missing value (with a warning) instead of failing.
+
+    Returns:
+        A DataFrame, one row per target in order (index of ``targets``): the input columns,
+        then ``<y>_mean``, ``<y>_std``, ``<y>_lower``, ``<y>_upper`` per output column. The
+        interval is that of the Gaussian with the predicted mean and std (for latent NPs,
+        whose marginal is a mixture, the moment-matched Gaussian). ``attrs["tnpx"]`` records
+        the input ranges, domain and output ``(mean, std)`` used.
+
+    Raises:
+        DataError: a missing, unreadable or malformed file, a missing column, a value that
+            is not a number, a missing value, or a column count the model does not take.
+        CheckpointError: ``model`` is a path but not a readable tnpx checkpoint.
+    """
+    if not 0 < level < 1:
+        raise ValueError(f"level must be in (0, 1), got {level}")
+    if chunk_size < 1:
+        raise ValueError(f"chunk_size must be >= 1, got {chunk_size}")
+    net, recorded, why = resolve_model(model)
+    ctx, tgt = read_table(context, "context"), read_table(targets, "targets")
+    x_cols, y_cols = choose_columns(ctx, tgt, x_cols, y_cols, net.dim_x, net.dim_y)
+    ctx_values = numeric_rows(ctx, [*x_cols, *y_cols], drop_missing)
+    tgt_values = numeric_rows(tgt, x_cols, drop_missing)
+    if len(tgt_values) == 0:
+        reason = "every row has a missing value" if len(tgt.frame) else "a header but no rows"
+        raise DataError(f"{tgt.name}: no targets to predict at ({reason})")
+    xc = ctx_values[x_cols].to_numpy()
+    yc = ctx_values[y_cols].to_numpy()
+    xt = tgt_values[x_cols].to_numpy()
+    if len(xc) == 0:
+        note = ""
+        if standardise_outputs and output_scale is None:
+            note = "; outputs are in the model's units (mean 0, scale 1): pass output_scale"
+        _warn(f"{ctx.name} has no rows: the prediction is the model's prior{note}")
+    warn_far_targets(xc, xt, x_cols)
+    if scale_inputs and domain is None and recorded is None:
+        _warn(
+            f"the model's training input domain is unknown ({why}): assuming "
+            f"{list(DEFAULT_DOMAIN)}; pass domain=(low, high) (--domain) to set it"
+        )
+    box = (domain if domain is not None else recorded or DEFAULT_DOMAIN) if scale_inputs else None
+    x_map, y_map, record = fit_maps(
+        xc, yc, xt, x_cols, y_cols, box, input_scale, standardise_outputs, output_scale
+    )
+    mean, std = predict_arrays(
+        net, x_map.to_model(xc), y_map.to_model(yc), x_map.to_model(xt), chunk_size
+    )
+    result = prediction_frame(
+        tgt_values[x_cols], y_cols, y_map.to_user(mean), std * y_map.scale, level
+    )
+    result.attrs["tnpx"] = record
+    return result
