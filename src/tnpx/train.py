@@ -180,6 +180,19 @@ def fit(
     Raises:
         TrainingDiverged: the loss became NaN/Inf (the last good checkpoint is kept).
     """
+    # The signal handlers go in first, so a SIGTERM that arrives while the run is still being
+    # set up also ends in a checkpoint and a clean exit, not a killed process.
+    with _StopFlag() as stop:
+        return _fit(cfg, resume, sampler, stop_at, stop)
+
+
+def _fit(
+    cfg: ExperimentConfig,
+    resume: bool,
+    sampler: TaskSampler | None,
+    stop_at: int | None,
+    stop: _StopFlag,
+) -> TrainResult:
     rank, world = _distributed()
     device = resolve_device(cfg.train.device)
     if device.type == "cuda" and world > 1:
@@ -257,53 +270,50 @@ def fit(
     model.train()
     loss_value, stopped, step = float("nan"), False, start
     t_last, steps_since = time.perf_counter(), 0
-    with _StopFlag() as stop:
-        for step in range(start, cfg.train.steps):
-            batch = batch_at(sampler, step, rank).to(device)
-            loss = objective(batch)
-            if not torch.isfinite(loss):
-                log.close()
-                kept = (
-                    f"last good checkpoint: {ckpt_path}"
-                    if ckpt_path.exists()
-                    else "no checkpoint yet"
-                )
-                raise TrainingDiverged(f"non-finite loss ({loss.item()}) at step {step}; {kept}")
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            _clip(params, cfg)
-            optimizer.step()
-            schedule.step()
-            loss_value, steps_since = loss.item(), steps_since + 1
-            done = step + 1
-            if bar is not None:
-                bar.update(1)
-                bar.set_postfix(loss=f"{loss_value:.3f}", refresh=False)
-            if done % cfg.train.log_every == 0 or done == cfg.train.steps:
-                now = time.perf_counter()
-                rate = steps_since / max(now - t_last, 1e-9)
-                t_last, steps_since = now, 0
-                val = ""
-                if main and (done % cfg.train.val_every == 0 or done == cfg.train.steps):
-                    val = validation_ll(model, sampler, cfg.train.val_batches, device)
-                    if bar is not None:
-                        bar.set_postfix(loss=f"{loss_value:.3f}", val_ll=f"{val:.3f}")
-                log.write(
-                    done,
-                    loss=loss_value,
-                    lr=schedule.get_last_lr()[0],
-                    steps_per_s=round(rate, 3),
-                    val_ll=val,
-                )
-            if done % cfg.train.checkpoint_every == 0:
-                checkpoint(done)
-            if stop.requested or done == stop_at:
-                checkpoint(done)
-                stopped = True
-                if main:
-                    why = "by signal" if stop.requested else "as asked (stop_at)"
-                    print(f"\nstopped {why} at step {done}; resume with --resume")
-                break
+    for step in range(start, cfg.train.steps):
+        batch = batch_at(sampler, step, rank).to(device)
+        loss = objective(batch)
+        if not torch.isfinite(loss):
+            log.close()
+            kept = (
+                f"last good checkpoint: {ckpt_path}" if ckpt_path.exists() else "no checkpoint yet"
+            )
+            raise TrainingDiverged(f"non-finite loss ({loss.item()}) at step {step}; {kept}")
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        _clip(params, cfg)
+        optimizer.step()
+        schedule.step()
+        loss_value, steps_since = loss.item(), steps_since + 1
+        done = step + 1
+        if bar is not None:
+            bar.update(1)
+            bar.set_postfix(loss=f"{loss_value:.3f}", refresh=False)
+        if done % cfg.train.log_every == 0 or done == cfg.train.steps:
+            now = time.perf_counter()
+            rate = steps_since / max(now - t_last, 1e-9)
+            t_last, steps_since = now, 0
+            val = ""
+            if main and (done % cfg.train.val_every == 0 or done == cfg.train.steps):
+                val = validation_ll(model, sampler, cfg.train.val_batches, device)
+                if bar is not None:
+                    bar.set_postfix(loss=f"{loss_value:.3f}", val_ll=f"{val:.3f}")
+            log.write(
+                done,
+                loss=loss_value,
+                lr=schedule.get_last_lr()[0],
+                steps_per_s=round(rate, 3),
+                val_ll=val,
+            )
+        if done % cfg.train.checkpoint_every == 0:
+            checkpoint(done)
+        if stop.requested or done == stop_at:
+            checkpoint(done)
+            stopped = True
+            if main:
+                why = "by signal" if stop.requested else "as asked (stop_at)"
+                print(f"\nstopped {why} at step {done}; resume with --resume")
+            break
     if bar is not None:
         bar.close()
     log.close()
