@@ -71,12 +71,7 @@ def plot_1d_tasks(
         ax.set_xlabel("x")
     axes[0, 0].set_ylabel("y")
     axes[0, 0].legend(fontsize=7, loc="best")
-    fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
 
 
 def plot_validation_curves(csv_paths: dict[str, Path], path: str | Path) -> Path:
@@ -94,11 +89,7 @@ def plot_validation_curves(csv_paths: dict[str, Path], path: str | Path) -> Path
     ax.set_xlabel("training step")
     ax.set_ylabel("validation LL per target (higher is better)")
     ax.legend()
-    fig.tight_layout()
-    path = Path(path)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
 
 
 def plot_prediction(
@@ -135,6 +126,13 @@ def plot_prediction(
         ax.set_ylabel(str(y))
     axes[-1, 0].set_xlabel(str(x_col))
     axes[0, 0].legend(fontsize=8, loc="best")
+    return save_figure(fig, path)
+
+
+def save_figure(fig, path: str | Path) -> Path:
+    """Lay out, write (creating the folder) and close ``fig``; returns the path written."""
+    import matplotlib.pyplot as plt
+
     fig.tight_layout()
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
