@@ -277,6 +277,29 @@ def test_loguniform_lengthscale_prior():
     assert log_ls.mean().item() == pytest.approx(0.0, abs=0.05)
 
 
+def test_loguniform_noise_prior_per_task_and_shared_by_targets():
+    sampler = build_sampler(
+        "gp",
+        batch_size=2000,
+        seed=0,
+        noise_prior="loguniform",
+        noise_range=[0.02, 0.5],
+        n_random=20,
+        n_grid=2,
+        min_ctx=20,
+        max_ctx=20,
+    )
+    b = batch_at(sampler, 0)
+    noise = b.info["noise_ctx"]
+    assert torch.equal(noise, b.info["noise_tgt"])
+    assert noise.min() >= 0.02 and noise.max() <= 0.5
+    assert noise.log().mean().item() == pytest.approx(0.5 * math.log(0.02 * 0.5), abs=0.05)
+    # kr layout: context values are the targets' noiseless values plus each task's own noise
+    resid = (b.yc.double() - b.yt[:, :20].double()).squeeze(-1)  # targets noisy too
+    ratio = resid.std(dim=1) / (noise * math.sqrt(2))
+    assert ratio.median().item() == pytest.approx(1.0, abs=0.05)
+
+
 def test_period_uniform_prior():
     sampler = build_sampler(
         "gp",
@@ -335,6 +358,8 @@ def test_unknown_option_lists_valid_ones(name):
         {"layout": "grid"},
         {"lengthscale_prior": "gamma"},
         {"period_prior": "beta"},
+        {"noise_prior": "gamma"},
+        {"noise_prior": "loguniform", "noise_range": [0.0, 0.1]},
         {"min_ctx": 10, "max_ctx": 5},
         {"min_ctx": -1},
         {"max_ctx": 60},  # exceeds n_random=50 in the kr layout

@@ -42,6 +42,11 @@ class GPConfig:
     variance: float = 1.0
     noise_ctx: float = 0.1
     noise_tgt: float = 0.0  # 0 = targets are the noiseless function (KR protocol)
+    # fixed: the two noise levels above | loguniform: each task's context noise std is
+    # log-uniform on noise_range and its targets carry the same noise (a broad prior, e.g.
+    # for a pretrained model that must serve data of unknown noise).
+    noise_prior: str = "fixed"
+    noise_range: list[float] = field(default_factory=lambda: [0.01, 0.3])
     layout: str = "kr"
     domain: list[float] = field(default_factory=lambda: [-2.0, 2.0])
     n_random: int = 50
@@ -90,6 +95,18 @@ class GPSampler:
             raise ValueError(
                 f"unknown period_prior {config.period_prior!r}; choose from uniform, lengthscale"
             )
+        if config.noise_prior not in ("fixed", "loguniform"):
+            raise ValueError(
+                f"unknown noise_prior {config.noise_prior!r}; choose from fixed, loguniform"
+            )
+        if (
+            config.noise_prior == "loguniform"
+            and not 0 < config.noise_range[0] <= (config.noise_range[1])
+        ):
+            raise ValueError(
+                f"noise_prior='loguniform' needs 0 < noise_range[0] <= noise_range[1], "
+                f"got {config.noise_range}"
+            )
         if not 0 <= config.min_ctx <= config.max_ctx:
             raise ValueError(
                 f"need 0 <= min_ctx <= max_ctx, got {config.min_ctx}, {config.max_ctx}"
@@ -122,13 +139,20 @@ class GPSampler:
             period = lengthscale.clone()
             periodic = kernel == KERNELS.index("periodic")
             lengthscale = torch.where(periodic, torch.ones_like(lengthscale), lengthscale)
+        if c.noise_prior == "loguniform":
+            lo, hi = c.noise_range
+            noise_ctx = uniform(g, (b,), math.log(lo), math.log(hi)).exp()
+            noise_tgt = noise_ctx.clone()
+        else:
+            noise_ctx = torch.full((b,), float(c.noise_ctx), dtype=torch.float64)
+            noise_tgt = torch.full((b,), float(c.noise_tgt), dtype=torch.float64)
         return {
             "kernel": kernel,
             "lengthscale": lengthscale,
             "period": period,
             "variance": torch.full((b,), float(c.variance), dtype=torch.float64),
-            "noise_ctx": torch.full((b,), float(c.noise_ctx), dtype=torch.float64),
-            "noise_tgt": torch.full((b,), float(c.noise_tgt), dtype=torch.float64),
+            "noise_ctx": noise_ctx,
+            "noise_tgt": noise_tgt,
         }
 
     # -- point layouts ----------------------------------------------------------------
@@ -173,8 +197,9 @@ class GPSampler:
         else:
             f_all = _sample_gp(g, hyper["kernel"], torch.cat([xc, xt], 1), params)
             f_c, f_t = f_all[:, :n_ctx], f_all[:, n_ctx:]
-        yc = f_c + c.noise_ctx * torch.randn(f_c.shape, generator=g, dtype=torch.float64)
-        yt = f_t + c.noise_tgt * torch.randn(f_t.shape, generator=g, dtype=torch.float64)
+        noise_c, noise_t = hyper["noise_ctx"][:, None, None], hyper["noise_tgt"][:, None, None]
+        yc = f_c + noise_c * torch.randn(f_c.shape, generator=g, dtype=torch.float64)
+        yt = f_t + noise_t * torch.randn(f_t.shape, generator=g, dtype=torch.float64)
         f32 = torch.float32
         return Batch(xc.to(f32), yc.to(f32), xt.to(f32), yt.to(f32), info=hyper)
 
