@@ -80,6 +80,10 @@ def test_train_eval_plot_smoke(tmp_path):
     assert out.returncode == 0, out.stderr
     assert (tmp_path / "p.png").read_bytes()[:4] == b"\x89PNG"
 
+    out = _tnpx("plot", str(run / "model.pt"), "--samples", "3", "--out", str(tmp_path / "s.png"))
+    assert out.returncode == 0, out.stderr
+    assert (tmp_path / "s.png").read_bytes()[:4] == b"\x89PNG"
+
 
 @pytest.mark.parametrize(
     "args, message",

@@ -11,6 +11,7 @@ from .batch import Batch
 from .checkpoint import CheckpointError, load, save
 from .models import NeuralProcess, build_model, list_models
 from .predict import DataError, predict
+from .sample import sample
 
 __all__ = [
     "Batch",
@@ -22,5 +23,6 @@ __all__ = [
     "list_models",
     "load",
     "predict",
+    "sample",
     "save",
 ]

@@ -79,7 +79,7 @@ def _plot(args) -> int:
     cfg = _experiment_for(args.checkpoint, args.config)
     sampler = build_test_sampler(cfg, **_data_overrides(args.data))
     out = Path(args.out) if args.out else Path(args.checkpoint).with_suffix(".png")
-    plot_1d_tasks({model.name: model}, sampler, out, n_tasks=args.n_tasks)
+    plot_1d_tasks({model.name: model}, sampler, out, n_tasks=args.n_tasks, n_samples=args.samples)
     print(f"wrote {out}")
     return 0
 
@@ -364,6 +364,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--config", help="experiment config (default: the one in the checkpoint)")
     p.add_argument("--data", nargs="*", default=[], help="test-data overrides, e.g. shift=0.4")
     p.add_argument("--n-tasks", type=int, default=4)
+    p.add_argument(
+        "--samples",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also draw N joint function samples per task (autoregressive rollout)",
+    )
     p.add_argument("--out", help="PNG output (default: CHECKPOINT.png)")
     p.set_defaults(func=_plot)
 

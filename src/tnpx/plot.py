@@ -9,6 +9,7 @@ import torch
 from .batch import Batch
 from .data import TaskSampler, batch_at
 from .models import NeuralProcess, build_model
+from .sample import sample
 
 
 @torch.no_grad()
@@ -19,6 +20,9 @@ def plot_1d_tasks(
     n_tasks: int = 4,
     n_grid: int = 400,
     oracle: bool = True,
+    n_samples: int = 0,
+    n_sample_grid: int = 80,
+    seed: int = 0,
 ) -> Path:
     """Save a PNG with ``n_tasks`` test tasks: context points, the target values (the true
     function where the targets are noiseless), each model's mean ± 2σ on a dense grid, and the
@@ -28,6 +32,9 @@ def plot_1d_tasks(
         models: label -> model; each gets its own colour.
         sampler: a 1D sampler (dim_x = dim_y = 1); tasks come from its ``test`` split.
         path: output file (``.png``).
+        n_samples: joint function samples per model and task (:func:`tnpx.sample`, an
+            autoregressive rollout over ``n_sample_grid`` grid points), drawn as thin lines.
+        seed: seeds the samples.
     """
     import matplotlib
 
@@ -47,6 +54,13 @@ def plot_1d_tasks(
     curves = {label: m.eval().cpu().predict_batch(dense) for label, m in models.items()}
     if oracle and "kernel" in batch.info:
         curves["GP oracle"] = build_model("gp-oracle").predict_batch(dense)
+    sample_grid = torch.linspace(lo - pad, hi + pad, n_sample_grid).view(1, -1, 1)
+    sample_grid = sample_grid.expand(n_tasks, -1, -1).contiguous()
+    paths = {
+        label: sample(m, batch.xc, batch.yc, sample_grid, n_samples, seed=seed)
+        for label, m in models.items()
+        if n_samples > 0
+    }
 
     fig, axes = plt.subplots(1, n_tasks, figsize=(4.2 * n_tasks, 3.4), squeeze=False)
     colours = ["tab:blue", "tab:orange", "tab:green", "tab:purple", "tab:red"]
@@ -63,6 +77,9 @@ def plot_1d_tasks(
             ax.plot(x, mu, style, color=colour, lw=1.3, label=f"{label} mean ± 2σ")
             if label != "GP oracle":
                 ax.fill_between(x, mu - 2 * sd, mu + 2 * sd, color=colour, alpha=0.18, lw=0)
+            if label in paths:
+                xs = sample_grid[0, :, 0].numpy()
+                ax.plot(xs, paths[label][:, i, :, 0].T.numpy(), color=colour, lw=0.6, alpha=0.6)
             else:
                 ax.plot(x, mu - 2 * sd, ":", color=colour, lw=0.9)
                 ax.plot(x, mu + 2 * sd, ":", color=colour, lw=0.9)

@@ -1,0 +1,165 @@
+"""Joint samples (tnpx.sample): autoregressive rollout and joint heads.
+
+The GP oracle is the reference model: its autoregressive samples are exact joint samples of the
+GP posterior when the targets carry the same noise as the context, so their covariance must
+match the analytic posterior covariance."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import tnpx
+from tnpx.kernels import kernel_matrix
+
+
+def oracle(noise: float, lengthscale: float = 0.5):
+    return tnpx.build_model(
+        "gp-oracle", kernel="rbf", lengthscale=lengthscale, noise_ctx=noise, noise_tgt=noise
+    )
+
+
+def task(n_ctx=5, n_tgt=6, batch=2, seed=0, tgt_range=(-2.5, 2.5)):
+    g = torch.Generator().manual_seed(seed)
+    xc = torch.rand(batch, n_ctx, 1, generator=g) * 4 - 2
+    yc = torch.sin(2 * xc)
+    xt = torch.linspace(*tgt_range, n_tgt).expand(batch, n_tgt)[..., None].contiguous()
+    return xc, yc, xt
+
+
+def posterior_cov(xc, yc, xt, lengthscale, noise):
+    """Analytic posterior covariance of y at xt (one task), float64."""
+    xc, xt = xc.double(), xt.double()
+    ls = torch.tensor([lengthscale], dtype=torch.float64)
+    k = lambda a, b: kernel_matrix("rbf", a[None], b[None], lengthscale=ls)[0]  # noqa: E731
+    k_cc = k(xc, xc) + noise**2 * torch.eye(xc.shape[0], dtype=torch.float64)
+    k_tc = k(xt, xc)
+    cov = k(xt, xt) - k_tc @ torch.linalg.solve(k_cc, k_tc.T)
+    return cov + noise**2 * torch.eye(xt.shape[0], dtype=torch.float64)
+
+
+def test_shapes_and_seed_reproducibility():
+    model = oracle(0.1)
+    xc, yc, xt = task()
+    a = tnpx.sample(model, xc, yc, xt, n_samples=3, seed=4)
+    b = tnpx.sample(model, xc, yc, xt, n_samples=3, seed=4)
+    c = tnpx.sample(model, xc, yc, xt, n_samples=3, seed=5)
+    assert a.shape == (3, 2, 6, 1)
+    assert torch.equal(a, b) and not torch.equal(a, c)
+
+
+def test_seed_leaves_the_global_rng_alone():
+    model = oracle(0.1)
+    xc, yc, xt = task()
+    torch.manual_seed(0)
+    expected = torch.rand(3)
+    torch.manual_seed(0)
+    tnpx.sample(model, xc, yc, xt, n_samples=2, seed=1)
+    assert torch.equal(torch.rand(3), expected)
+
+
+@pytest.mark.parametrize("order", ["random", "given", "reversed"])
+def test_covariance_matches_the_gp_posterior(order):
+    noise, ls = 0.1, 0.5
+    model = oracle(noise, ls)
+    # targets 0.25 apart, partly beyond the context: large and strongly correlated variances
+    xc, yc, xt = task(n_ctx=4, n_tgt=5, batch=1, tgt_range=(1.5, 2.5))
+    if order == "reversed":
+        order = torch.arange(4, -1, -1)
+    s = tnpx.sample(model, xc, yc, xt, n_samples=20000, order=order, seed=0)[:, 0, :, 0].double()
+    expected = posterior_cov(xc[0], yc[0], xt[0], ls, noise)
+    empirical = torch.cov(s.T)
+    # Monte Carlo error of a covariance entry ~ sqrt(2/20000) * var ~ 0.01 at var <= 1
+    assert (empirical - expected).abs().max() < 0.05
+    # the rollout must build correlations: neighbouring targets are strongly correlated
+    assert expected[1, 2] > 0.1
+    mean = model(xc, yc, xt).mean[0, :, 0].double()
+    assert (s.mean(0) - mean).abs().max() < 0.03
+
+
+def test_independent_draws_would_fail_the_covariance_check():
+    """Guard for the test above: marginal draws (no rollout) miss the off-diagonal terms."""
+    noise, ls = 0.1, 0.5
+    model = oracle(noise, ls)
+    # targets 0.25 apart, partly beyond the context: large and strongly correlated variances
+    xc, yc, xt = task(n_ctx=4, n_tgt=5, batch=1, tgt_range=(1.5, 2.5))
+    pred = model(xc, yc, xt)
+    independent = pred.sample((20000,))[:, 0, :, 0].double()
+    expected = posterior_cov(xc[0], yc[0], xt[0], ls, noise)
+    assert (torch.cov(independent.T) - expected).abs().max() > 0.1
+
+
+def test_samples_pass_through_noiseless_context_points():
+    model = oracle(1e-3)
+    xc, yc, _ = task(n_ctx=5, batch=2)
+    xt = torch.cat([xc[:, :3], torch.tensor([[[0.3]], [[-1.1]]])], 1)  # 3 context points + 1
+    s = tnpx.sample(model, xc, yc, xt, n_samples=50, seed=0)
+    assert (s[:, :, :3] - yc[:, :3]).abs().max() < 0.02
+    assert s[:, :, 3].std() > 0.01  # away from the data they still vary
+
+
+def test_first_target_spread_matches_its_marginal():
+    model = oracle(0.1)
+    xc, yc, xt = task(n_ctx=3, n_tgt=4, batch=1)
+    s = tnpx.sample(model, xc, yc, xt, n_samples=20000, order="given", seed=1)[:, 0, 0, 0]
+    marginal = model(xc, yc, xt[:, :1])
+    assert s.mean().item() == pytest.approx(marginal.mean.item(), abs=0.03)
+    assert s.std().item() == pytest.approx(marginal.stddev.item(), rel=0.03)
+
+
+def test_context_mask_is_respected():
+    model = oracle(0.1)
+    xc, yc, xt = task(n_ctx=5, batch=1)
+    mask = torch.tensor([[True, True, True, False, False]])
+    yc_junk = yc.clone()
+    yc_junk[:, 3:] = 50.0
+    a = tnpx.sample(model, xc, yc_junk, xt, n_samples=4, mask_c=mask, seed=2)
+    b = tnpx.sample(model, xc[:, :3], yc[:, :3], xt, n_samples=4, seed=2)
+    torch.testing.assert_close(a, b, atol=1e-4, rtol=1e-4)
+
+
+def test_neural_model_with_gaussian_head_rolls_out():
+    torch.manual_seed(0)
+    model = tnpx.build_model("tnp", dim_model=16, n_layers=1, n_heads=2, dim_head=8, dim_ff=16)
+    xc, yc, xt = task()
+    s = tnpx.sample(model, xc, yc, xt, n_samples=3, seed=0)
+    assert s.shape == (3, 2, 6, 1) and torch.isfinite(s).all()
+
+
+def test_tnp_nd_samples_its_joint_directly():
+    torch.manual_seed(0)
+    model = tnpx.build_model("tnp-nd", dim_model=16, n_layers=1, n_heads=2, dim_head=8, dim_ff=16)
+    xc, yc, xt = task()
+    s = tnpx.sample(model, xc, yc, xt, n_samples=4000, seed=0)
+    pred = model(xc, yc, xt)
+    cov = pred.covariance_matrix[0].double()
+    assert s.shape == (4000, 2, 6, 1)
+    assert (torch.cov(s[:, 0, :, 0].T.double()) - cov).abs().max() < 0.1 * cov.diag().max()
+    with pytest.raises(ValueError, match="targets interact"):
+        tnpx.sample(model, xc, yc, xt, method="autoregressive")
+
+
+def test_latent_np_samples_one_latent_per_path():
+    torch.manual_seed(0)
+    model = tnpx.build_model("np", dim_model=16)
+    xc, yc, xt = task()
+    s = tnpx.sample(model, xc, yc, xt, n_samples=5, seed=0)
+    assert s.shape == (5, 2, 6, 1)
+    ar = tnpx.sample(model, xc, yc, xt, n_samples=2, method="autoregressive", seed=0)
+    assert ar.shape == (2, 2, 6, 1)
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"n_samples": 0}, "n_samples"),
+        ({"method": "gibbs"}, "method"),
+        ({"order": "sorted"}, "order"),
+        ({"order": torch.tensor([0, 1, 2])}, "shape"),
+        ({"order": torch.tensor([0, 0, 1, 2, 3, 4])}, "permutation"),
+    ],
+)
+def test_bad_arguments_fail_clearly(kwargs, message):
+    xc, yc, xt = task()
+    with pytest.raises(ValueError, match=message):
+        tnpx.sample(oracle(0.1), xc, yc, xt, **kwargs)
