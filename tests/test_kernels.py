@@ -111,3 +111,12 @@ def test_kernel_matrix_mixed_matches_per_kernel():
             KERNELS[kid], x[i : i + 1], x[i : i + 1], **{n: v[i : i + 1] for n, v in params.items()}
         )
         assert_close(k[i : i + 1], one)
+
+
+@pytest.mark.parametrize("name", KERNELS)
+def test_gradient_is_finite_where_inputs_coincide(name):
+    """BoTorch's optimiser evaluates acquisitions at observed inputs (the box's edges)."""
+    x = torch.tensor([[[0.5], [1.0]]], dtype=torch.float64, requires_grad=True)
+    ls, period = torch.tensor([0.7], dtype=torch.float64), torch.tensor([1.3], dtype=torch.float64)
+    kernel_matrix(name, x, x.detach(), ls, period=period).sum().backward()
+    assert torch.isfinite(x.grad).all()

@@ -12,6 +12,7 @@ from .checkpoint import CheckpointError, load, save
 from .models import NeuralProcess, build_model, list_models
 from .predict import DataError, predict
 from .sample import sample
+from .zoo import list_pretrained, pretrained
 
 __all__ = [
     "Batch",
@@ -21,8 +22,10 @@ __all__ = [
     "__version__",
     "build_model",
     "list_models",
+    "list_pretrained",
     "load",
     "predict",
+    "pretrained",
     "sample",
     "save",
 ]

@@ -98,12 +98,15 @@ def _predict(args) -> int:
 
 def _predict_and_write(args) -> int:
     from .checkpoint import CheckpointError, read_checkpoint
-    from .predict import predict
+    from .predict import predict, pretrained_or_path
+    from .zoo import list_pretrained
 
+    args.model = str(pretrained_or_path(args.model))
     if not Path(args.model).is_file():
         raise CheckpointError(
             f"{args.model}: no such checkpoint (give the path of a model written by "
-            "`tnpx train` or tnpx.save)"
+            "`tnpx train` or tnpx.save, or a pretrained model's name: "
+            f"{', '.join(list_pretrained()) or 'none shipped'})"
         )
     if args.plot:
         dim_x = read_checkpoint(args.model)["model"]["dim_x"]
@@ -185,7 +188,12 @@ def _add_predict(sub) -> None:
         "inputs and, per output Y, Y_mean, Y_std, Y_lower, Y_upper (CSV, to stdout without "
         "--out).",
     )
-    p.add_argument("model", metavar="MODEL", help="checkpoint path (e.g. runs/NAME/model.pt)")
+    p.add_argument(
+        "model",
+        metavar="MODEL",
+        help="checkpoint path (e.g. runs/NAME/model.pt) or a pretrained model's name "
+        "(`tnpx models --pretrained`)",
+    )
     p.add_argument("--context", required=True, metavar="FILE", help="observed points (CSV)")
     p.add_argument("--targets", required=True, metavar="FILE", help="inputs to predict at (CSV)")
     p.add_argument("--out", metavar="FILE", help="CSV output (default: stdout)")
@@ -249,6 +257,12 @@ def models_table(markdown: bool = True) -> str:
 
 
 def _models(args) -> int:
+    if args.pretrained:
+        from .zoo import describe
+
+        print(describe())
+        print("\nLoad one with tnpx.pretrained(NAME); predict with `tnpx predict NAME ...`.")
+        return 0
     print(models_table(markdown=args.markdown))
     return 0
 
@@ -374,8 +388,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", help="PNG output (default: CHECKPOINT.png)")
     p.set_defaults(func=_plot)
 
-    p = sub.add_parser("models", help="list the registered models")
+    p = sub.add_parser("models", help="list the registered models (or the pretrained ones)")
     p.add_argument("--markdown", action="store_true", help="as a markdown table")
+    p.add_argument(
+        "--pretrained",
+        action="store_true",
+        help="list the models shipped with tnpx: data, held-out LL, gap to the GP oracle",
+    )
     p.set_defaults(func=_models)
 
     p = sub.add_parser(
@@ -391,6 +410,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     _add_predict(sub)
     _add_bench(sub)
+    from .bo.cli import add_bo_parser
+
+    add_bo_parser(sub)
     return parser
 
 

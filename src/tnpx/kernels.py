@@ -22,11 +22,21 @@ def canonical_kernel(name: str) -> str:
     return key
 
 
-def _scaled_distance(x1: torch.Tensor, x2: torch.Tensor, lengthscale: torch.Tensor) -> torch.Tensor:
-    """Euclidean distance between lengthscale-scaled inputs: ``[batch, n, m]``."""
+def _scaled_sq_distance(
+    x1: torch.Tensor, x2: torch.Tensor, lengthscale: torch.Tensor
+) -> torch.Tensor:
+    """Squared Euclidean distance between lengthscale-scaled inputs: ``[batch, n, m]``."""
     ls = lengthscale.view(-1, 1, 1)
     diff = (x1[:, :, None, :] - x2[:, None, :, :]) / ls[..., None]
-    return diff.pow(2).sum(-1).clamp_min(0).sqrt()
+    return diff.pow(2).sum(-1)
+
+
+def _safe_sqrt(d2: torch.Tensor) -> torch.Tensor:
+    """``sqrt(d2)`` with a zero (not NaN) gradient where ``d2 = 0``: a query that lands on an
+    observed input (as BoTorch's optimiser does at the edges of the box) keeps a finite
+    gradient."""
+    positive = d2 > 0
+    return torch.where(positive, torch.where(positive, d2, 1.0).sqrt(), 0.0)
 
 
 def kernel_matrix(
@@ -58,9 +68,10 @@ def kernel_matrix(
         s = torch.sin(math.pi * diff / period.view(-1, 1, 1, 1)).pow(2).sum(-1)
         k = torch.exp(-2.0 * s / lengthscale.view(-1, 1, 1).pow(2))
     else:
-        r = _scaled_distance(x1, x2, lengthscale)
+        d2 = _scaled_sq_distance(x1, x2, lengthscale)
+        r = _safe_sqrt(d2)
         if name == "rbf":
-            k = torch.exp(-0.5 * r.pow(2))
+            k = torch.exp(-0.5 * d2)
         elif name == "matern12":
             k = torch.exp(-r)
         elif name == "matern32":

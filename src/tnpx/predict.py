@@ -330,6 +330,7 @@ def resolve_model(model) -> tuple[NeuralProcess, tuple[float, float] | None, str
         return model, None, "a model object carries no record of its training data"
     if not isinstance(model, (str, Path)):
         raise TypeError(f"model: expected a NeuralProcess or a checkpoint path, got {type(model)}")
+    model = pretrained_or_path(model)
     from .checkpoint import load
     from .train import experiment_of
 
@@ -342,6 +343,15 @@ def resolve_model(model) -> tuple[NeuralProcess, tuple[float, float] | None, str
         return net, None, f"{model} records no training experiment"
     domain = training_domain(experiment)
     return net, domain, f"{model}'s data sampler {experiment.data.get('name')!r} has no domain"
+
+
+def pretrained_or_path(model: str | Path) -> str | Path:
+    """A shipped model's checkpoint path for its name (``gp1d-tnp``), else ``model``."""
+    from .zoo import list_pretrained, pretrained_path
+
+    if isinstance(model, str) and not Path(model).exists() and model in list_pretrained():
+        return pretrained_path(model)
+    return model
 
 
 def training_domain(experiment: ExperimentConfig) -> tuple[float, float] | None:
@@ -586,8 +596,9 @@ def predict(
     """Predict the outputs at ``targets`` given ``context``, in the user's units.
 
     Args:
-        model: a :class:`~tnpx.NeuralProcess` or the path of a checkpoint (whose recorded
-            experiment gives the training domain).
+        model: a :class:`~tnpx.NeuralProcess`, the path of a checkpoint (whose recorded
+            experiment gives the training domain) or a pretrained model's name
+            (:func:`tnpx.list_pretrained`).
         context: a DataFrame or CSV path with input and output columns (may have no rows:
             the prediction is then the model's prior).
         targets: a DataFrame or CSV path with the input columns.

@@ -1,0 +1,38 @@
+"""Bayesian optimisation with neural-process surrogates, through BoTorch.
+
+- :class:`NPSurrogate`: any tnpx model as a BoTorch ``Model`` (``posterior(X)``), so BoTorch's
+  acquisition functions and optimisers run on it unchanged.
+- :func:`make_acquisition`: BoTorch acquisitions by name, set up for minimisation.
+- :func:`run_bo`: the KR-2 loop over a task's candidate locations; surrogates
+  :class:`NeuralSurrogate`, :class:`OracleGP`, :class:`FittedGP`, :class:`RandomSearch`.
+- :func:`suggest`: the next point(s) to evaluate given a user's observations.
+
+Names are imported on first use, so ``tnpx`` (and its command line) starts without BoTorch.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+_WHERE = {
+    "ACQUISITIONS": "acquisition",
+    "JitteredExpectedImprovement": "acquisition",
+    "make_acquisition": "acquisition",
+    "BORun": "loop",
+    "BOTask": "loop",
+    "FittedGP": "loop",
+    "NeuralSurrogate": "loop",
+    "OracleGP": "loop",
+    "RandomSearch": "loop",
+    "run_bo": "loop",
+    "NPSurrogate": "surrogate",
+    "suggest": "suggestion",
+}
+
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name: str):
+    if name in _WHERE:
+        return getattr(importlib.import_module(f".{_WHERE[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

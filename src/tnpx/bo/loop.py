@@ -1,0 +1,169 @@
+"""The Bayesian-optimisation loop of PROTOCOLS KR-2, and the surrogates that run in it.
+
+One run: a task's candidate locations and noiseless objective values, ``n_init`` initial
+observations (the first of a random permutation), then ``n_iter`` iterations of
+fit surrogate → maximise the acquisition over the candidates (re-selection allowed) → observe.
+Regret after each step = best objective value observed − the task's minimum.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from dataclasses import dataclass, field
+
+import torch
+
+from ..models.base import NeuralProcess, build_model
+from .acquisition import make_acquisition
+from .surrogate import NPSurrogate
+
+
+@dataclass
+class BOTask:
+    """``x`` ``[n_cand, d]`` candidate locations, ``f`` ``[n_cand]`` the noiseless objective
+    there, ``hyper`` the generating GP's hyper-parameters (scalars; for the oracle)."""
+
+    x: torch.Tensor
+    f: torch.Tensor
+    hyper: dict = field(default_factory=dict)
+
+
+@dataclass
+class BORun:
+    """``regret[t]``: after the initial design (t = 0) and after each iteration;
+    ``seconds[t]``: wall time of iteration t (fit + acquisition + choice)."""
+
+    regret: list[float]
+    seconds: list[float]
+    chosen: list[int]
+
+
+# -- surrogates --------------------------------------------------------------------------------
+class Surrogate:
+    """Builds a BoTorch model from the observations so far (None: choose at random)."""
+
+    label = "surrogate"
+
+    def fit(self, X: torch.Tensor, Y: torch.Tensor, task: BOTask):  # pragma: no cover
+        raise NotImplementedError
+
+
+class NeuralSurrogate(Surrogate):
+    """A trained neural process: the observations become its context (no fitting)."""
+
+    def __init__(self, model: NeuralProcess, label: str | None = None):
+        self.model, self.label = model.eval(), label or model.name
+
+    def fit(self, X, Y, task):
+        return NPSurrogate(self.model, X.to(torch.float32), Y.to(torch.float32))
+
+
+class OracleGP(Surrogate):
+    """The exact GP with the task's generating hyper-parameters and the observation noise."""
+
+    label = "gp-oracle"
+
+    def __init__(self, noise: float = 0.0):
+        self.noise = noise
+
+    def fit(self, X, Y, task):
+        hyper = {k: task.hyper[k] for k in ("kernel", "lengthscale", "period", "variance")}
+        oracle = build_model(
+            "gp-oracle", X.shape[1], 1, noise_ctx=self.noise, noise_tgt=0.0, **hyper
+        ).double()
+        return NPSurrogate(oracle, X.double(), Y.double())
+
+
+class FittedGP(Surrogate):
+    """BoTorch's standard ``SingleTaskGP``, hyper-parameters refit by marginal likelihood at
+    every iteration (``fit_gpytorch_mll``)."""
+
+    label = "gp-fitted"
+
+    def fit(self, X, Y, task):
+        from botorch.fit import fit_gpytorch_mll
+        from botorch.models import SingleTaskGP
+        from gpytorch.mlls import ExactMarginalLogLikelihood
+
+        gp = SingleTaskGP(X.double(), Y.double())
+        with warnings.catch_warnings():  # optimiser chatter on tiny data sets
+            warnings.simplefilter("ignore")
+            fit_gpytorch_mll(ExactMarginalLogLikelihood(gp.likelihood, gp))
+        return gp
+
+
+class RandomSearch(Surrogate):
+    """Random search: each query a uniformly random candidate."""
+
+    label = "random"
+
+    def fit(self, X, Y, task):
+        return None
+
+
+# -- the loop ------------------------------------------------------------------------------------
+def run_bo(
+    surrogate: Surrogate,
+    task: BOTask,
+    n_init: int = 10,
+    n_iter: int = 50,
+    acquisition: str = "kr-ei",
+    seed: int = 0,
+    noise: float = 0.0,
+    optimizer: str = "candidates",
+    bounds: torch.Tensor | None = None,
+) -> BORun:
+    """One BO run on ``task``; see the module docstring.
+
+    Args:
+        noise: std of Gaussian noise on each observation (0 in KR-2; the regret is always
+            measured on the noiseless objective).
+        optimizer: ``candidates`` (maximise the acquisition over the task's locations, the
+            protocol) or ``continuous`` (BoTorch's ``optimize_acqf`` over ``bounds``, then the
+            nearest task location is queried).
+        seed: fixes the initial design, the noise and random search's choices.
+    """
+    if not 1 <= n_init <= len(task.f):
+        raise ValueError(f"n_init must be in 1..{len(task.f)}, got {n_init}")
+    if optimizer not in ("candidates", "continuous"):
+        raise ValueError(f"optimizer must be 'candidates' or 'continuous', got {optimizer!r}")
+    if optimizer == "continuous" and bounds is None:
+        raise ValueError("optimizer='continuous' needs bounds [2, d]")
+    g = torch.Generator().manual_seed(seed)
+    x, f = task.x.double(), task.f.double()
+    f_min = f.min().item()
+    chosen = torch.randperm(len(f), generator=g)[:n_init].tolist()
+
+    def observe(idx: list[int]) -> torch.Tensor:
+        return f[idx] + noise * torch.randn(len(idx), generator=g, dtype=torch.float64)
+
+    y = observe(chosen)
+    regret, seconds = [f[chosen].min().item() - f_min], []
+    for _ in range(n_iter):
+        start = time.perf_counter()
+        model = surrogate.fit(x[chosen], y[:, None], task)
+        if model is None:
+            pick = int(torch.randint(len(f), (1,), generator=g))
+        else:
+            acq = make_acquisition(acquisition, model, y.min().item())
+            pick = _maximise(acq, x, optimizer, bounds)
+        seconds.append(time.perf_counter() - start)
+        chosen.append(pick)
+        y = torch.cat([y, observe([pick])])
+        regret.append(f[chosen].min().item() - f_min)
+    return BORun(regret, seconds, chosen)
+
+
+def _maximise(acq, x: torch.Tensor, optimizer: str, bounds: torch.Tensor | None) -> int:
+    """Index of the task location to query next."""
+    if optimizer == "candidates":
+        with torch.no_grad():
+            values = acq(x[:, None, :])  # [n_cand]
+        return int(values.argmax())
+    from botorch.optim import optimize_acqf
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        best, _ = optimize_acqf(acq, bounds.to(x), q=1, num_restarts=4, raw_samples=128)
+    return int((x - best).norm(dim=-1).argmin())

@@ -1,0 +1,142 @@
+"""Any tnpx model as a BoTorch model: :class:`NPSurrogate`.
+
+The neural process *is* the posterior: conditioning on observations is putting them in the
+context, and ``posterior(X)`` is one forward pass. BoTorch's acquisition functions and
+optimisers then run on it unchanged.
+
+The posterior over a q-batch is Gaussian with the model's per-target means and variances and
+no cross-covariance (the model predicts targets independently given the context), so
+analytic acquisitions (q = 1) are exact for the model and MC acquisitions with q > 1 treat the
+q points as independent. Latent-variable models are summarised by their predictive mean and
+variance (a moment-matched Gaussian).
+"""
+
+from __future__ import annotations
+
+import torch
+from botorch.models.model import Model
+from botorch.posteriors.gpytorch import GPyTorchPosterior
+from gpytorch.distributions import MultitaskMultivariateNormal, MultivariateNormal
+from linear_operator.operators import DiagLinearOperator
+
+from ..models.base import NeuralProcess
+
+
+class NPSurrogate(Model):
+    """A neural process conditioned on observations ``(train_X, train_Y)``, as a BoTorch model.
+
+    Args:
+        model: a trained tnpx model (``dim_x`` = d, ``dim_y`` = m).
+        train_X: ``[n, d]`` observed inputs (the user's units).
+        train_Y: ``[n, m]`` observed outputs.
+        bounds: ``[2, d]`` the search box; when given with ``domain``, inputs are mapped
+            affinely from the box onto the model's training domain.
+        domain: ``(low, high)`` of the model's training inputs (per axis, or one pair).
+        standardize: standardise outputs with the observations' mean and std before they enter
+            the context, and map predictions back (a model is trained on standardised data).
+
+    Example:
+        >>> import torch, tnpx
+        >>> from tnpx.bo import NPSurrogate
+        >>> net = tnpx.build_model("tnp", dim_model=16, n_layers=1, n_heads=2, dim_head=8)
+        >>> surrogate = NPSurrogate(net, torch.rand(5, 1), torch.rand(5, 1))
+        >>> surrogate.posterior(torch.rand(3, 1, 1)).mean.shape
+        torch.Size([3, 1, 1])
+    """
+
+    def __init__(
+        self,
+        model: NeuralProcess,
+        train_X: torch.Tensor,
+        train_Y: torch.Tensor,
+        bounds: torch.Tensor | None = None,
+        domain: tuple[float, float] | None = None,
+        standardize: bool = False,
+    ):
+        super().__init__()
+        if not isinstance(model, NeuralProcess):
+            raise TypeError(f"model: expected a tnpx NeuralProcess, got {type(model).__name__}")
+        if train_X.dim() != 2 or train_X.shape[1] != model.dim_x:
+            raise ValueError(
+                f"train_X: expected [n, {model.dim_x}] for {model.name}, got {list(train_X.shape)}"
+            )
+        if train_Y.dim() != 2 or train_Y.shape != (train_X.shape[0], model.dim_y):
+            raise ValueError(
+                f"train_Y: expected [{train_X.shape[0]}, {model.dim_y}], got {list(train_Y.shape)}"
+            )
+        # Kept out of the module tree: BoTorch casts acquisition functions (and their models)
+        # to the dtype of X, which would silently turn the user's network into float64.
+        self.__dict__["np_model"] = model.eval()
+        self.train_X, self.train_Y = train_X, train_Y
+        self.bounds, self.domain, self.standardize = bounds, domain, standardize
+        d = model.dim_x
+        self._x_loc, self._x_scale = torch.zeros(d), torch.ones(d)
+        if bounds is not None and domain is not None:
+            lo, hi = bounds[0].double(), bounds[1].double()
+            box = torch.as_tensor(domain, dtype=torch.float64).reshape(-1, 2).expand(d, 2)
+            self._x_scale = (hi - lo) / (box[:, 1] - box[:, 0])
+            self._x_loc = lo - box[:, 0] * self._x_scale
+        m = model.dim_y
+        self._y_loc, self._y_scale = torch.zeros(m), torch.ones(m)
+        if standardize and train_Y.shape[0] > 1:
+            std = train_Y.double().std(0)
+            self._y_loc = train_Y.double().mean(0)
+            self._y_scale = torch.where(std > 0, std, torch.ones_like(std))
+
+    @property
+    def num_outputs(self) -> int:
+        return self.np_model.dim_y
+
+    @property
+    def _dtype(self) -> torch.dtype:
+        ref = self.np_model._reference()  # a parameter or buffer
+        return ref.dtype if ref is not None else torch.float32
+
+    def _to_model_x(self, x: torch.Tensor) -> torch.Tensor:
+        loc, scale = self._x_loc.to(x), self._x_scale.to(x)
+        return ((x - loc) / scale).to(self._dtype)
+
+    def posterior(
+        self,
+        X: torch.Tensor,
+        output_indices: list[int] | None = None,
+        observation_noise: bool = False,
+        posterior_transform=None,
+        **kwargs,
+    ) -> GPyTorchPosterior:
+        """The model's predictive at ``X`` ``[..., q, d]``: a Gaussian over ``[..., q, m]``.
+
+        ``observation_noise`` is accepted for BoTorch's sake and changes nothing: the model's
+        predictive already is that of an observation (it was trained on the targets' noise)."""
+        *batch, q, d = X.shape
+        xt = self._to_model_x(X.reshape(-1, q, d))
+        n = xt.shape[0]
+        xc = self._to_model_x(self.train_X).expand(n, -1, -1)
+        y_loc, y_scale = self._y_loc.to(X), self._y_scale.to(X)
+        yc = ((self.train_Y.to(X) - y_loc) / y_scale).to(self._dtype).expand(n, -1, -1)
+        pred = self.np_model(xc, yc, xt)
+        mean = pred.mean.to(X.dtype) * y_scale + y_loc  # [n, q, m]
+        var = pred.variance.to(X.dtype) * y_scale.square()
+        if output_indices is not None:
+            mean, var = mean[..., output_indices], var[..., output_indices]
+        mean = mean.reshape(*batch, q, mean.shape[-1])
+        var = var.reshape(*batch, q, var.shape[-1]).clamp_min(1e-12)
+        if mean.shape[-1] == 1:
+            mvn = MultivariateNormal(mean[..., 0], DiagLinearOperator(var[..., 0]))
+        else:  # interleaved: task index fastest, as gpytorch expects
+            mvn = MultitaskMultivariateNormal(mean, DiagLinearOperator(var.flatten(-2)))
+        posterior = GPyTorchPosterior(mvn)
+        return posterior_transform(posterior) if posterior_transform is not None else posterior
+
+    def condition_on_observations(self, X: torch.Tensor, Y: torch.Tensor, **kwargs):
+        """A new surrogate with ``(X, Y)`` added to the context (no refitting)."""
+        if X.dim() != 2:
+            raise ValueError("NPSurrogate conditions on un-batched observations [n, d] only")
+        return NPSurrogate(
+            self.np_model,
+            torch.cat([self.train_X, X.to(self.train_X)]),
+            torch.cat([self.train_Y, Y.to(self.train_Y)]),
+            self.bounds,
+            self.domain,
+            self.standardize,
+        )
