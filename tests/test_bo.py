@@ -52,6 +52,19 @@ def test_posterior_shapes_for_batched_q_inputs():
     assert (post.variance > 0).all()
 
 
+def test_q_batches_share_one_context_pass_with_the_same_result():
+    """The adapter puts all q-batches in one task (targets are independent given the context);
+    each q-batch must get what the model gives it alone."""
+    X, Y = observations()
+    net = tiny_tnp()
+    query = torch.rand(3, 2, 1)
+    post = NPSurrogate(net, X.float(), Y.float()).posterior(query)
+    for i in range(3):
+        alone = net(X.float()[None], Y.float()[None], query[i : i + 1])
+        torch.testing.assert_close(post.mean[i], alone.mean[0])
+        torch.testing.assert_close(post.variance[i], alone.variance[0])
+
+
 def test_posterior_is_the_models_prediction():
     X, Y = observations()
     net = oracle()

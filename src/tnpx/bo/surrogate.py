@@ -109,13 +109,16 @@ class NPSurrogate(Model):
         ``observation_noise`` is accepted for BoTorch's sake and changes nothing: the model's
         predictive already is that of an observation (it was trained on the targets' noise)."""
         *batch, q, d = X.shape
-        xt = self._to_model_x(X.reshape(-1, q, d))
+        if self.np_model.targets_interact:  # each q-batch is its own task
+            xt = self._to_model_x(X.reshape(-1, q, d))
+        else:  # targets independent given the context: all of X as the targets of ONE task
+            xt = self._to_model_x(X.reshape(1, -1, d))
         n = xt.shape[0]
         xc = self._to_model_x(self.train_X).expand(n, -1, -1)
         y_loc, y_scale = self._y_loc.to(X), self._y_scale.to(X)
         yc = ((self.train_Y.to(X) - y_loc) / y_scale).to(self._dtype).expand(n, -1, -1)
         pred = self.np_model(xc, yc, xt)
-        mean = pred.mean.to(X.dtype) * y_scale + y_loc  # [n, q, m]
+        mean = pred.mean.to(X.dtype) * y_scale + y_loc  # [n, q, m] or [1, n * q, m]
         var = pred.variance.to(X.dtype) * y_scale.square()
         if output_indices is not None:
             mean, var = mean[..., output_indices], var[..., output_indices]
