@@ -1,0 +1,197 @@
+"""Train, evaluate and package the pretrained models shipped in ``tnpx.zoo``.
+
+For each model: train from its config (``configs/pretrained-*.yaml``; resumes an interrupted
+run, reuses a finished one), score it on 1,024 held-out tasks of its training prior against
+the GP oracle (and per kernel), copy the checkpoint into ``src/tnpx/zoo/NAME.pt`` with a card
+``NAME.json`` (data, config, command, commit, hardware, times, evaluation, and a small check
+evaluation that the test suite repeats), and write ``results/pretrained/README.md`` with a
+plot of predictions and joint samples.
+
+    python benchmarks/pretrained.py
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import time
+from pathlib import Path
+
+import torch
+
+from tnpx.config import load_config
+from tnpx.evaluate import build_test_sampler, evaluate
+from tnpx.plot import plot_1d_tasks
+from tnpx.report import command_line, git_commit, hardware
+from tnpx.train import train_or_load
+
+MODELS = {
+    "gp1d-tnp": "configs/pretrained-gp1d-tnp.yaml",
+    "gp1d-te-tnp": "configs/pretrained-gp1d-te-tnp.yaml",
+}
+KERNELS = ["rbf", "matern12", "matern32", "matern52", "periodic"]
+ZOO = Path("src/tnpx/zoo")
+CHECK_BATCHES = 2  # the check evaluation tests/test_zoo.py repeats
+
+
+def trained_on(cfg) -> str:
+    d = cfg.data
+    return (
+        f"1D GP samples: kernels {', '.join(d['kernels'])}; lengthscale log-U"
+        f"[{d['lengthscale_a']}, {d['lengthscale_b']}]; period U[{d['period_min']}, "
+        f"{d['period_max']}]; noise std log-U[{d['noise_range'][0]}, {d['noise_range'][1]}]; "
+        f"{d['min_ctx']}–{d['max_ctx']} context points on {list(d['ctx_range'])}, "
+        f"{d['n_tgt']} targets on {list(d['tgt_range'])}"
+    )
+
+
+def package(name: str, config: str, commit: str, command: str) -> dict:
+    cfg = load_config(config)
+    model, train_s = train_or_load(cfg)
+    model.eval()
+    start = time.perf_counter()
+    sampler = build_test_sampler(cfg)
+    full = evaluate(model, sampler, cfg.eval.n_batches, progress=True)
+    per_kernel = {}
+    for kernel in KERNELS:
+        m = evaluate(model, build_test_sampler(cfg, kernels=[kernel]), cfg.eval.n_batches // 4)
+        per_kernel[kernel] = {
+            "ll": m.ll,
+            "ll_se": m.ll_se,
+            "oracle_ll": m.oracle_ll,
+            "gap": m.gap,
+            "gap_se": m.gap_se,
+        }
+    check = evaluate(model, sampler, CHECK_BATCHES, oracle=False)
+    eval_s = time.perf_counter() - start
+    card = {
+        "name": name,
+        "model": model.name,
+        "params": sum(p.numel() for p in model.parameters()),
+        "trained_on": trained_on(cfg),
+        "config": config,
+        "steps": cfg.train.steps,
+        "batch_size": cfg.data["batch_size"],
+        "command": command,
+        "commit": commit,
+        "hardware": hardware(),
+        "train_s": train_s,
+        "eval_s": eval_s,
+        "translation_equivariant": model.translation_equivariant,
+        "eval": {
+            "n_tasks": full.n_tasks,
+            "ll": full.ll,
+            "ll_se": full.ll_se,
+            "oracle_ll": full.oracle_ll,
+            "gap": full.gap,
+            "gap_se": full.gap_se,
+            "coverage95": full.coverage95,
+        },
+        "per_kernel": per_kernel,
+        "check": {"batches": CHECK_BATCHES, "n_tasks": check.n_tasks, "ll": check.ll},
+    }
+    ZOO.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(Path(cfg.train.out_dir) / "model.pt", ZOO / f"{name}.pt")
+    (ZOO / f"{name}.json").write_text(json.dumps(card, indent=1) + "\n")
+    return card
+
+
+def reading(cards: dict) -> str:
+    """Which model is closer to the oracle, and on which kernel each is furthest from it."""
+    ranked = sorted(cards, key=lambda n: cards[n]["eval"]["gap"])
+    parts = []
+    if len(ranked) > 1:
+        best, rest = ranked[0], ranked[1:]
+        parts.append(
+            f"`{best}` is closest to the GP oracle (gap {cards[best]['eval']['gap']:.3f} against "
+            + ", ".join(f"`{n}` {cards[n]['eval']['gap']:.3f}" for n in rest)
+            + ")."
+        )
+    for name, c in cards.items():
+        worst = max(KERNELS, key=lambda k: c["per_kernel"][k]["gap"])
+        easiest = min(KERNELS, key=lambda k: c["per_kernel"][k]["gap"])
+        parts.append(
+            f"`{name}` is furthest from the oracle on {worst} data (gap "
+            f"{c['per_kernel'][worst]['gap']:.3f}) and closest on {easiest} "
+            f"({c['per_kernel'][easiest]['gap']:.3f})."
+        )
+    return " ".join(parts)
+
+
+def report(cards: dict, command: str, commit: str, plot: str) -> str:
+    rows = [
+        "| name | model | params | steps (batch) | train time | held-out LL | GP oracle LL | "
+        "gap | 95% coverage |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for name, c in cards.items():
+        e = c["eval"]
+        train = f"{c['train_s'] / 60:.0f} min" if c["train_s"] else "—"
+        rows.append(
+            f"| `{name}` | {c['model']} | {c['params']:,} | {c['steps']:,} ({c['batch_size']}) | "
+            f"{train} | {e['ll']:.3f} ± {e['ll_se']:.3f} | {e['oracle_ll']:.3f} | "
+            f"{e['gap']:.3f} ± {e['gap_se']:.3f} | {e['coverage95']:.3f} |"
+        )
+    kernel_rows = [
+        "| name | " + " | ".join(KERNELS) + " |",
+        "|" + " --- |" * (len(KERNELS) + 1),
+    ]
+    for name, c in cards.items():
+        cells = [
+            f"{c['per_kernel'][k]['gap']:.3f} ± {c['per_kernel'][k]['gap_se']:.3f}" for k in KERNELS
+        ]
+        kernel_rows.append(f"| `{name}` | " + " | ".join(cells) + " |")
+    first = next(iter(cards.values()))
+    n = first["eval"]["n_tasks"]
+    return f"""# Pretrained models (`tnpx.pretrained`, `tnpx models --pretrained`)
+
+**What**: the small models shipped in `src/tnpx/zoo/`, scored on {n:,} held-out tasks of their
+own training prior ({first["trained_on"]}). Metric: LL per target point (higher is better),
+mean ± s.e. over tasks; the GP oracle (exact GP with each task's true kernel, hyper-parameters
+and noise) on the same tasks, and each model's gap to it (oracle − model, paired; lower is
+better). Targets are noisy observations (the task's noise), as in training.
+
+**Command**: `{command}`, commit `{commit}` (recorded at start).
+
+**Protocol or budget**: not a paper experiment: these are the library's zero-shot GP
+stand-ins, trained on a CPU budget (configs `configs/pretrained-gp1d-*.yaml`; steps below).
+No paper number applies.
+
+**Hardware and time**: {first["hardware"]}; training and evaluation times below.
+
+{chr(10).join(rows)}
+
+Gap to the GP oracle per kernel (256 tasks each, same prior otherwise):
+
+{chr(10).join(kernel_rows)}
+
+`{plot}`: four held-out tasks, each model's mean ± 2σ, three joint samples per model
+(autoregressive rollout, `tnpx.sample`), and the oracle.
+
+**Reading**: {reading(cards)}
+"""
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", nargs="*", default=list(MODELS))
+    parser.add_argument("--out", default="results/pretrained")
+    args = parser.parse_args()
+    commit, command = git_commit(), command_line()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    cards = {name: package(name, MODELS[name], commit, command) for name in args.models}
+    torch.manual_seed(0)
+    from tnpx.zoo import pretrained
+
+    models = {name: pretrained(name) for name in cards}
+    sampler = build_test_sampler(load_config(MODELS[args.models[0]]))
+    plot = plot_1d_tasks(models, sampler, out / "predictions.png", n_samples=3)
+    (out / "README.md").write_text(report(cards, command, commit, plot.name))
+    (out / "results.json").write_text(json.dumps(cards, indent=1))
+    print((out / "README.md").read_text())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,80 @@
+"""The pretrained models shipped in tnpx.zoo: each loads, matches its card, reproduces its
+recorded check evaluation, and serves `tnpx predict NAME` and `tnpx models --pretrained`."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import tnpx
+from tnpx.cli import main
+from tnpx.config import load_config
+from tnpx.evaluate import build_test_sampler, evaluate
+from tnpx.zoo import model_card, pretrained_path
+
+SHIPPED = ["gp1d-tnp", "gp1d-te-tnp"]
+
+
+def test_the_promised_models_are_shipped():
+    assert set(SHIPPED) <= set(tnpx.list_pretrained())
+    total = sum(pretrained_path(n).stat().st_size for n in tnpx.list_pretrained())
+    assert total < 8e6  # "a few MB in all"
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_model_matches_its_card_and_reproduces_its_check_evaluation(name):
+    torch.set_num_threads(1)
+    card = model_card(name)
+    model = tnpx.pretrained(name)
+    assert model.name == card["model"] and not model.training
+    assert sum(p.numel() for p in model.parameters()) == card["params"]
+    assert model.translation_equivariant == card["translation_equivariant"]
+    cfg = load_config(card["config"])
+    metrics = evaluate(model, build_test_sampler(cfg), card["check"]["batches"], oracle=False)
+    assert metrics.n_tasks == card["check"]["n_tasks"]
+    assert metrics.ll == pytest.approx(card["check"]["ll"], abs=1e-4)
+    # the recorded held-out evaluation is sensible: below the oracle, not absurdly so
+    e = card["eval"]
+    assert e["n_tasks"] >= 1000 and 0 <= e["gap"] < 1.0
+
+
+def test_unknown_name_lists_the_shipped_ones():
+    with pytest.raises(ValueError, match="gp1d-tnp"):
+        tnpx.pretrained("gp9d-magic")
+
+
+def test_models_pretrained_lists_them(capsys):
+    assert main(["models", "--pretrained"]) == 0
+    out = capsys.readouterr().out
+    for name in SHIPPED:
+        assert f"| {name} |" in out
+
+
+def test_predict_by_name_in_the_users_units(tmp_path):
+    x = torch.linspace(100, 200, 15)
+    context = tmp_path / "ctx.csv"
+    context.write_text(
+        "t,v\n" + "".join(f"{a:.3f},{1000 + 50 * torch.sin(a / 15):.4f}\n" for a in x.tolist())
+    )
+    targets = tmp_path / "tgt.csv"
+    targets.write_text("t\n150.5\n172.0\n")
+    frame = tnpx.predict("gp1d-tnp", context, targets)
+    assert list(frame["t"]) == [150.5, 172.0]
+    truth = 1000 + 50 * torch.sin(torch.tensor([150.5, 172.0]) / 15)
+    # interpolation between noiseless-ish points in the user's units
+    assert (torch.tensor(frame["v_mean"].to_numpy()) - truth).abs().max() < 15
+    assert (frame["v_std"] > 0).all() and (frame["v_std"] < 30).all()
+    out = tmp_path / "pred.csv"
+    code = main(
+        [
+            "predict",
+            "gp1d-te-tnp",
+            "--context",
+            str(context),
+            "--targets",
+            str(targets),
+            "--out",
+            str(out),
+        ]
+    )
+    assert code == 0 and out.read_text().startswith("t,v_mean")
