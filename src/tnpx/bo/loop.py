@@ -86,9 +86,9 @@ class FittedGP(Surrogate):
         from botorch.models import SingleTaskGP
         from gpytorch.mlls import ExactMarginalLogLikelihood
 
-        gp = SingleTaskGP(X.double(), Y.double())
-        with warnings.catch_warnings():  # optimiser chatter on tiny data sets
+        with warnings.catch_warnings():  # input-scaling advice and optimiser chatter
             warnings.simplefilter("ignore")
+            gp = SingleTaskGP(X.double(), Y.double())
             fit_gpytorch_mll(ExactMarginalLogLikelihood(gp.likelihood, gp))
         return gp
 
