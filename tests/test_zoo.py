@@ -78,3 +78,11 @@ def test_predict_by_name_in_the_users_units(tmp_path):
         ]
     )
     assert code == 0 and out.read_text().startswith("t,v_mean")
+
+
+def test_eval_and_plot_take_a_name_and_write_to_the_working_folder(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(["eval", "gp1d-tnp", "--n-batches", "1", "--no-oracle"]) == 0
+    assert (tmp_path / "gp1d-tnp.eval.json").is_file()
+    assert main(["plot", "gp1d-tnp", "--n-tasks", "2"]) == 0
+    assert (tmp_path / "gp1d-tnp.png").read_bytes()[:4] == b"\x89PNG"

@@ -24,6 +24,16 @@ def _train(args) -> int:
     return 0
 
 
+def _resolve_checkpoint(args) -> Path:
+    """Turn a pretrained model's name in ``args.checkpoint`` into its file; returns the stem
+    for default output files (beside the checkpoint, or in the working folder for a name)."""
+    from .predict import pretrained_or_path
+
+    given = args.checkpoint
+    args.checkpoint = str(pretrained_or_path(given))
+    return Path(given) if args.checkpoint == given else Path(f"{given}.pt")
+
+
 def _experiment_for(checkpoint: str, config: str | None):
     from .config import load_config
     from .train import experiment_of
@@ -47,6 +57,7 @@ def _eval(args) -> int:
     from . import load
     from .evaluate import build_test_sampler, evaluate, format_table
 
+    stem = _resolve_checkpoint(args)
     model = load(args.checkpoint)
     cfg = _experiment_for(args.checkpoint, args.config)
     if args.n_batches:
@@ -54,7 +65,7 @@ def _eval(args) -> int:
     sampler = build_test_sampler(cfg, **_data_overrides(args.data))
     metrics = evaluate(model, sampler, cfg.eval.n_batches, oracle=not args.no_oracle, progress=True)
     print(format_table([metrics]))
-    out = Path(args.out) if args.out else Path(args.checkpoint).with_suffix(".eval.json")
+    out = Path(args.out) if args.out else stem.with_suffix(".eval.json")
     out.write_text(
         json.dumps(
             {
@@ -75,10 +86,11 @@ def _plot(args) -> int:
     from .evaluate import build_test_sampler
     from .plot import plot_1d_tasks
 
+    stem = _resolve_checkpoint(args)
     model = load(args.checkpoint)
     cfg = _experiment_for(args.checkpoint, args.config)
     sampler = build_test_sampler(cfg, **_data_overrides(args.data))
-    out = Path(args.out) if args.out else Path(args.checkpoint).with_suffix(".png")
+    out = Path(args.out) if args.out else stem.with_suffix(".png")
     plot_1d_tasks({model.name: model}, sampler, out, n_tasks=args.n_tasks, n_samples=args.samples)
     print(f"wrote {out}")
     return 0
@@ -365,7 +377,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="LL per target ± s.e. over test tasks, the GP oracle on the "
         "same tasks, the gap, and 95%% coverage; prints a table and writes JSON.",
     )
-    p.add_argument("checkpoint")
+    p.add_argument("checkpoint", help="checkpoint path or a pretrained model's name")
     p.add_argument("--config", help="experiment config (default: the one in the checkpoint)")
     p.add_argument("--data", nargs="*", default=[], help="test-data overrides, e.g. shift=0.4")
     p.add_argument("--n-batches", type=int, help="number of test batches")
@@ -374,7 +386,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_eval)
 
     p = sub.add_parser("plot", help="plot a checkpoint's predictions on 1D test tasks")
-    p.add_argument("checkpoint")
+    p.add_argument("checkpoint", help="checkpoint path or a pretrained model's name")
     p.add_argument("--config", help="experiment config (default: the one in the checkpoint)")
     p.add_argument("--data", nargs="*", default=[], help="test-data overrides, e.g. shift=0.4")
     p.add_argument("--n-tasks", type=int, default=4)
