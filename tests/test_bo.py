@@ -305,3 +305,17 @@ def test_shipped_bo_configs_load():
     tnpd.settings.n_tasks = 1
     (task,) = bo_tasks(tnpd, "rbf")
     assert task.x.shape == (1000, 1) and task.hyper["kernel"] == "rbf"
+
+
+def test_fitted_gp_warm_start_keeps_hyperparameters_not_data_statistics():
+    from tnpx.bo import FittedGP
+
+    X, Y = observations(8)
+    surrogate = FittedGP()
+    first = surrogate.fit(X, Y, None)
+    assert surrogate._previous and not any("transform" in k for k in surrogate._previous)
+    second = surrogate.fit(X, 10 * Y + 3, None)  # new data: its own standardisation
+    torch.testing.assert_close(second.outcome_transform.means, (10 * Y + 3).mean(0, keepdim=True))
+    assert first.covar_module.lengthscale.shape == second.covar_module.lengthscale.shape
+    surrogate.reset()
+    assert surrogate._previous is None
