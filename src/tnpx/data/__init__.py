@@ -6,9 +6,16 @@ from dataclasses import fields
 
 from .base import SPLITS, TaskSampler, batch_at, task_generator
 from .gp import GPConfig, GPSampler
+from .images import ImageConfig, ImageSampler
+from .kolmogorov import KolmogorovConfig, KolmogorovSampler
 from .sawtooth import SawtoothConfig, SawtoothSampler
 
-SAMPLERS = {"gp": (GPSampler, GPConfig), "sawtooth": (SawtoothSampler, SawtoothConfig)}
+SAMPLERS = {
+    "gp": (GPSampler, GPConfig),
+    "sawtooth": (SawtoothSampler, SawtoothConfig),
+    "image": (ImageSampler, ImageConfig),
+    "kolmogorov": (KolmogorovSampler, KolmogorovConfig),
+}
 
 
 def sampler_options(name: str) -> list[str]:
@@ -17,7 +24,7 @@ def sampler_options(name: str) -> list[str]:
 
 
 def build_sampler(name: str, batch_size: int = 16, seed: int = 0, **options) -> TaskSampler:
-    """Build the sampler ``name`` (``gp`` or ``sawtooth``) with config ``options``."""
+    """Build the sampler ``name`` (one of ``SAMPLERS``) with config ``options``."""
     cls, config_cls = _lookup(name)
     valid = sampler_options(name)
     unknown = sorted(set(options) - set(valid))
@@ -40,6 +47,10 @@ __all__ = [
     "Batch",
     "GPConfig",
     "GPSampler",
+    "ImageConfig",
+    "ImageSampler",
+    "KolmogorovConfig",
+    "KolmogorovSampler",
     "SawtoothConfig",
     "SawtoothSampler",
     "TaskSampler",

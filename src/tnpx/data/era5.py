@@ -1,0 +1,711 @@
+"""ERA5 surface air temperature (TE-4, TE paper Table 3): loader, task sampler, offline stand-in.
+
+TE-4: 2 m temperature of 2019 on a 0.5° grid, hourly data sub-sampled to 6-hourly. A task is
+a ``[15, 15, 5]`` (lat, lon, time) sub-grid: 15 × 15 points 0.5° apart (7.5° per axis counting
+grid cells) at 5 time steps 6 hours apart (30 hours), so ``N = 1,125`` points; the inputs are
+(lat, lon, time, elevation), ``dim_x = 4``; ``N_c ~ U(N/100, N/3)`` of them are context and
+the rest targets. Models train on central Europe and are tested there and on western and
+northern Europe (:data:`ERA5_REGIONS`). Inputs and output are standardised with the mean and
+standard deviation of the *training* region (:func:`region_stats`) in every region, so the
+inputs of a held-out region may lie outside the range seen in training: that is the test.
+
+Pieces:
+
+- :func:`load_era5` reads NetCDF files as the Copernicus Climate Data Store (CDS) delivers them
+  and returns a :class:`xarray.Dataset` with ``temperature`` (time, lat, lon) and ``elevation``
+  (lat, lon), latitude ascending, longitude in [-180, 180).
+- :class:`ERA5Config` / :class:`ERA5Sampler`: the task sampler (the ``TaskSampler`` protocol of
+  :mod:`tnpx.data.base`); :meth:`ERA5Sampler.from_dataset` for a Dataset of one's own.
+- :func:`iris_standin`: an offline stand-in of the same form, built from the PyPI package
+  ``iris-sample-data`` (North America, annual means), with :data:`STANDIN_REGIONS`.
+
+xarray and netCDF4 are optional (``pip install 'tnpx[xarray]'``); this module imports without
+them and raises an ``ImportError`` naming that extra when a function needs them.
+
+Missing values (e.g. NaN over the sea in a land-only product): a window holding any missing
+temperature (or elevation) is never drawn, i.e. such tasks are rejected and redrawn. The
+complete windows are listed once when the sampler is built, so drawing stays uniform over them
+and never loops. ERA5 ``t2m`` itself has no missing values.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from ..batch import Batch
+from .base import randint
+
+if TYPE_CHECKING:  # pragma: no cover
+    import xarray
+
+G = 9.80665  # standard gravity (m s^-2): ERA5 orography = geopotential z / G
+_INSTALL_HINT = "pip install 'tnpx[xarray]'"
+_EPS = 1e-6  # tolerance (degrees) when comparing grid coordinates
+
+#: TE-4 regions ``[lat_min, lat_max, lon_min, lon_max]`` (degrees): central Europe (train),
+#: western and northern Europe (held out). Boxes are half-open, ``min <= value < max``, so
+#: neighbouring boxes share no grid point.
+ERA5_REGIONS: dict[str, list[float]] = {
+    "train": [42.0, 53.0, 8.0, 28.0],
+    "west": [42.0, 53.0, -4.0, 8.0],
+    "north": [53.0, 62.0, 8.0, 28.0],
+}
+
+#: Stand-in regions on the ``iris-sample-data`` North America grid (1.25° lat × 1.875° lon,
+#: lat 15…60, lon -135…-45), mirroring the C. / W. / N. Europe split: a central training box,
+#: one west of it (same latitudes) and one north of it (same longitudes). Each holds at least
+#: one 15 × 15 window: train 22 × 21 grid points, west 22 × 16, north 15 × 21.
+STANDIN_REGIONS: dict[str, list[float]] = {
+    "train": [15.0, 41.5, -105.5, -67.0],
+    "west": [15.0, 41.5, -135.5, -106.0],
+    "north": [42.0, 60.5, -105.5, -67.0],
+}
+
+#: ``iris-sample-data`` files with 1.5 m air temperature, by scenario (identical until 1999).
+STANDIN_FILES = {"E1": "E1_north_america.nc", "A1B": "A1B_north_america.nc"}
+
+#: Relief grids of the Debian package ``ferret-datasets`` (ETOPO 20', 40', 60'), tried in order.
+RELIEF_FILES = tuple(f"/usr/share/ferret-vis/data/etopo{m}.cdf" for m in (20, 40, 60))
+
+_GEOPOTENTIAL_UNITS = {"m**2s**-2", "m2s-2", "m^2s^-2", "m2/s2", "m**2/s**2", "m^2/s^2"}
+_CDS_NAMES = {"valid_time": "time", "latitude": "lat", "longitude": "lon"}
+
+
+def _xarray():
+    """The ``xarray`` module, or an ImportError that says how to install it."""
+    try:
+        import xarray
+    except ImportError:
+        raise ImportError(
+            f"tnpx.data.era5 needs xarray and netCDF4 to read NetCDF files: {_INSTALL_HINT}"
+        ) from None
+    return xarray
+
+
+# --- loading --------------------------------------------------------------------------------
+
+
+def load_era5(
+    path_or_paths: str | os.PathLike | list[str | os.PathLike],
+    temperature_var: str = "t2m",
+    elevation: str | os.PathLike | xarray.DataArray | None = None,
+    elevation_var: str = "z",
+    year: int | None = None,
+    hours: int | None = 6,
+    resolution: float | None = 0.5,
+) -> xarray.Dataset:
+    """Read ERA5 2 m temperature (and orography) from CDS NetCDF files.
+
+    Handles both CDS layouts: the time axis named ``time`` or ``valid_time``, an ``expver``
+    axis (ERA5 / ERA5T mixed; the first non-missing value is kept), coordinates ``latitude``
+    (usually descending) and ``longitude`` (usually in [0, 360)), packed integers.
+
+    Args:
+        path_or_paths: one NetCDF file or a list of them (e.g. one per month); their time
+            steps are concatenated, sorted and de-duplicated.
+        temperature_var: the temperature variable (``t2m`` in CDS files), kept in its units.
+        elevation: orography: a NetCDF path (the ERA5 invariant file), a DataArray with
+            ``lat``/``lon`` or ``latitude``/``longitude`` coordinates, or None to take
+            ``elevation_var`` from the first temperature file when it has one (else no
+            elevation). Geopotential (variable ``z`` without units, or units m**2 s**-2) is
+            divided by ``G`` to give metres; anything else is taken to be metres already.
+        elevation_var: the orography variable in the elevation file (``z``: geopotential).
+        year: keep only the time steps of this year (TE-4: 2019); None keeps all.
+        hours: keep time steps whose hour of day is a multiple of ``hours`` (6: 00, 06, 12 and
+            18 UTC); None keeps all.
+        resolution: keep the grid points whose latitude and longitude are multiples of this
+            many degrees (0.5 turns the CDS default 0.25° grid into TE-4's 0.5°) and check the
+            result is spaced ``resolution`` apart; None keeps the file's grid.
+
+    Returns:
+        A Dataset with ``temperature`` ``[time, lat, lon]`` and, when available,
+        ``elevation`` ``[lat, lon]`` in metres; ``lat`` ascending, ``lon`` ascending in
+        [-180, 180), ``time`` datetime64.
+
+    Raises:
+        FileNotFoundError: a file does not exist.
+        ValueError: a variable is missing (the message lists the file's variables), no time
+            step is left, or the grid cannot be brought to ``resolution``.
+    """
+    xr = _xarray()
+    paths = [path_or_paths] if isinstance(path_or_paths, (str, os.PathLike)) else path_or_paths
+    if not paths:
+        raise ValueError("load_era5 needs at least one file")
+    pieces = [
+        _read_temperature(p, temperature_var, year, hours, resolution) for p in map(Path, paths)
+    ]
+    temperature = xr.concat(pieces, "time", join="exact") if len(pieces) > 1 else pieces[0]
+    _, first = np.unique(temperature["time"].values, return_index=True)
+    temperature = temperature.isel(time=first)
+    if temperature.sizes["time"] == 0:
+        raise ValueError(
+            f"no time step left in {[str(p) for p in paths]} (year={year}, hours={hours})"
+        )
+    data = xr.Dataset({"temperature": temperature})
+    if elevation is None:
+        elevation = _read_variable(Path(paths[0]), elevation_var, required=False)
+    elif isinstance(elevation, (str, os.PathLike)):
+        elevation = _read_variable(Path(elevation), elevation_var, required=True)
+    if elevation is not None:
+        data["elevation"] = _elevation_on(elevation, temperature)
+    return data
+
+
+def _open(path: Path) -> xarray.Dataset:
+    if not path.exists():
+        raise FileNotFoundError(f"ERA5 file not found: {path}")
+    try:
+        return _xarray().open_dataset(path)
+    except Exception as err:  # any backend failure: report it against the file
+        text = str(err).strip().splitlines()
+        raise ValueError(
+            f"{path}: cannot read the NetCDF file ({text[0] if text else err!r})"
+        ) from err
+
+
+def _pick(data: xarray.Dataset, name: str, path: Path) -> xarray.DataArray:
+    if name not in data.data_vars:
+        have = ", ".join(sorted(map(str, data.data_vars))) or "none"
+        raise ValueError(f"{path}: no variable {name!r}; the file has: {have}")
+    return data[name]
+
+
+def _read_temperature(
+    path: Path, name: str, year: int | None, hours: int | None, resolution: float | None
+) -> xarray.DataArray:
+    """One file's temperature, normalised and sub-sampled, loaded into memory."""
+    with _open(path) as data:
+        temperature = _normalise(_pick(data, name, path), ("time", "lat", "lon"), path)
+        temperature = _select_times(temperature, year, hours, path)
+        if resolution is not None:
+            temperature = _on_resolution(temperature, resolution, path)
+        return temperature.load()
+
+
+def _read_variable(path: Path, name: str, required: bool) -> xarray.DataArray | None:
+    with _open(path) as data:
+        if name not in data.data_vars and not required:
+            return None
+        return _pick(data, name, path).load()
+
+
+def _normalise(da: xarray.DataArray, dims: tuple[str, ...], where) -> xarray.DataArray:
+    """``da`` with dims ``dims`` (names from :data:`_CDS_NAMES`), ``lat`` ascending, ``lon``
+    ascending in [-180, 180) without duplicates, and no other coordinates. A time axis that
+    ``dims`` lacks (an invariant field) keeps its first step; other length-1 axes go."""
+    da = da.reset_coords(drop=True)
+    da = da.rename({k: v for k, v in _CDS_NAMES.items() if k in da.dims})
+    if "expver" in da.dims:  # ERA5 and ERA5T in one file: each step is valid in one expver
+        merged = da.isel(expver=0)
+        for i in range(1, da.sizes["expver"]):
+            merged = merged.fillna(da.isel(expver=i))
+        da = merged
+    if "time" in da.dims and "time" not in dims:
+        da = da.isel(time=0)
+    extra = [d for d in da.dims if d not in dims]
+    if any(da.sizes[d] > 1 for d in extra) or set(dims) - set(da.dims):
+        raise ValueError(f"{where}: {da.name!r} has dims {tuple(da.dims)}; expected {dims}")
+    da = da.squeeze(extra, drop=True).transpose(*dims)
+    lon = (da["lon"].values.astype(np.float64) + 180.0) % 360.0 - 180.0
+    _, order = np.unique(lon, return_index=True)  # sorted, duplicates (0 and 360) dropped
+    da = da.assign_coords(lon=lon, lat=da["lat"].values.astype(np.float64)).isel(lon=order)
+    if "time" in dims:
+        da = da.sortby("time")
+    return da.sortby("lat")
+
+
+def _select_times(
+    da: xarray.DataArray, year: int | None, hours: int | None, where
+) -> xarray.DataArray:
+    times = da["time"].values
+    if not np.issubdtype(times.dtype, np.datetime64):
+        raise ValueError(f"{where}: the time axis is not datetime64 ({times.dtype})")
+    keep = np.ones(times.shape, dtype=bool)
+    if year is not None:
+        keep &= times.astype("datetime64[Y]").astype(np.int64) + 1970 == year
+    if hours is not None:
+        hour = (times - times.astype("datetime64[D]")) / np.timedelta64(1, "h")
+        keep &= np.isclose(hour % hours, 0.0)
+    return da.isel(time=np.flatnonzero(keep))
+
+
+def _on_resolution(da: xarray.DataArray, step: float, where) -> xarray.DataArray:
+    """Keep the points on multiples of ``step`` degrees; they must then be ``step`` apart."""
+    keep = {}
+    for axis in ("lat", "lon"):
+        values = da[axis].values
+        ratio = values / step
+        keep[axis] = np.flatnonzero(np.abs(ratio - np.round(ratio)) < _EPS)
+        spacing = np.diff(values[keep[axis]])
+        enough = len(keep[axis]) >= min(2, len(values))
+        if not enough or not np.allclose(spacing, step, atol=_EPS):
+            found = np.unique(np.round(np.diff(values), 6))
+            raise ValueError(
+                f"{where}: {axis} grid (spacing {found.tolist()}°) cannot be sub-sampled to "
+                f"{step}°; pass resolution=None to keep the file's grid"
+            )
+    return da.isel(**keep)
+
+
+def _elevation_on(elevation: xarray.DataArray, temperature: xarray.DataArray):
+    """Orography in metres on the temperature grid ``[lat, lon]``."""
+    units = str(elevation.attrs.get("units", "")).replace(" ", "").lower()
+    geopotential = units in _GEOPOTENTIAL_UNITS or (not units and elevation.name == "z")
+    field_ = _normalise(elevation, ("lat", "lon"), "elevation")
+    metres = field_ / G if geopotential else field_
+    metres = metres.reindex(
+        lat=temperature["lat"], lon=temperature["lon"], method="nearest", tolerance=_EPS
+    )
+    if bool(metres.isnull().any()):
+        raise ValueError(
+            "the elevation grid does not cover the temperature grid (lat "
+            f"{float(temperature.lat.min())}…{float(temperature.lat.max())}, lon "
+            f"{float(temperature.lon.min())}…{float(temperature.lon.max())})"
+        )
+    return metres.rename("elevation").assign_attrs(units="m")
+
+
+# --- stand-in -------------------------------------------------------------------------------
+
+
+def iris_standin(
+    scenario: str = "E1", relief: str | os.PathLike | bool | None = None
+) -> xarray.Dataset:
+    """An offline stand-in for ERA5 from the PyPI package ``iris-sample-data``.
+
+    The field is HadCM3-style model output of 1.5 m air temperature (K) over North America:
+    37 latitudes × 49 longitudes at 1.25° × 1.875° (lat 15…60, lon -135…-45) and 240
+    **annual means**, 1860…2099, under scenario ``E1`` or ``A1B`` (the two files agree until
+    1999). It is read with xarray, not with iris. Its ``time`` axis is the **year** (float,
+    ``units="year"``), so a ``[15, 15, 5]`` task spans 5 consecutive years, not 30 hours, and
+    the grid is coarser than ERA5's: the data have ERA5's form, not its scales.
+
+    Elevation comes from an ETOPO relief grid (negative relief, the sea floor, is clipped to
+    sea level 0 as in ERA5's orography, then averaged over each stand-in cell): ``relief``
+    names the file, ``False`` leaves elevation out, ``None`` looks for the Debian package
+    ``ferret-datasets`` (:data:`RELIEF_FILES`). Without a relief grid there is no
+    ``elevation`` variable (a warning says so) and the sampler has ``dim_x = 3``.
+
+    Returns:
+        A Dataset with ``temperature`` ``[time=240, lat=37, lon=49]`` and possibly
+        ``elevation`` ``[lat, lon]`` (metres), in the form :func:`load_era5` returns.
+    """
+    xr = _xarray()
+    try:
+        import iris_sample_data
+    except ImportError:
+        raise ImportError("the ERA5 stand-in needs `pip install iris-sample-data`") from None
+    if scenario not in STANDIN_FILES:
+        raise ValueError(f"unknown scenario {scenario!r}; choose from {', '.join(STANDIN_FILES)}")
+    path = Path(iris_sample_data.path) / STANDIN_FILES[scenario]
+    with _open(path) as data:
+        temperature = _pick(data, "air_temperature", path).load()
+    temperature = _normalise(temperature, ("time", "lat", "lon"), path)
+    years = temperature["time"].dt.year.values.astype(np.float64)
+    temperature = temperature.assign_coords(time=years).rename("temperature")
+    standin = xr.Dataset({"temperature": temperature})
+    standin["time"].attrs["units"] = "year"
+    path = _find_relief() if relief is None or relief is True else relief
+    if path is False:
+        return standin
+    if path is None:
+        warnings.warn(
+            "no relief grid found (Debian package ferret-datasets): the ERA5 stand-in has no "
+            "elevation, so its tasks have dim_x = 3",
+            stacklevel=2,
+        )
+        return standin
+    heights = _relief_on_grid(Path(path), standin["lat"].values, standin["lon"].values)
+    standin["elevation"] = (("lat", "lon"), heights, {"units": "m"})
+    return standin
+
+
+def _find_relief() -> str | None:
+    return next((p for p in RELIEF_FILES if Path(p).exists()), None)
+
+
+def _relief_on_grid(path: Path, lat: np.ndarray, lon: np.ndarray) -> np.ndarray:
+    """Mean of ``max(relief, 0)`` over each cell of the ascending, evenly spaced ``lat`` ×
+    ``lon`` grid: ``[len(lat), len(lon)]``. Longitudes compare modulo 360."""
+    with _open(path) as data:
+        names = ["ROSE"] if "ROSE" in data.data_vars else list(data.data_vars)
+        if len(names) != 1:
+            raise ValueError(f"{path}: expected one relief variable (ROSE), found {names}")
+        relief = data[names[0]].load()
+    axes = {str(relief[d].attrs.get("units", "")): d for d in relief.dims}
+    if {"degrees_north", "degrees_east"} - set(axes):
+        raise ValueError(f"{path}: relief axes need units degrees_north and degrees_east")
+    relief = relief.transpose(axes["degrees_north"], axes["degrees_east"])
+    heights = np.clip(np.nan_to_num(relief.values.astype(np.float64)), 0.0, None)
+    rel_lat, rel_lon = (relief[d].values.astype(np.float64) for d in relief.dims)
+    in_lat = np.abs(rel_lat[None, :] - lat[:, None]) <= np.diff(lat).mean() / 2 + _EPS
+    lon_gap = (rel_lon[None, :] - lon[:, None] + 180.0) % 360.0 - 180.0
+    in_lon = np.abs(lon_gap) <= np.diff(lon).mean() / 2 + _EPS
+    counts = np.outer(in_lat.sum(1), in_lon.sum(1))
+    if (counts == 0).any():
+        raise ValueError(f"{path}: the relief grid is coarser than the stand-in grid")
+    return (in_lat.astype(np.float64) @ heights @ in_lon.T.astype(np.float64)) / counts
+
+
+# --- regions and statistics -----------------------------------------------------------------
+
+
+def _check_box(region, what: str = "region") -> list[float]:
+    if len(region) != 4 or not all(isinstance(v, (int, float)) for v in region):
+        raise ValueError(f"{what} must be [lat_min, lat_max, lon_min, lon_max], got {region!r}")
+    lat_min, lat_max, lon_min, lon_max = map(float, region)
+    if not (lat_min < lat_max and lon_min < lon_max):
+        raise ValueError(f"{what} {list(region)} needs lat_min < lat_max and lon_min < lon_max")
+    return [lat_min, lat_max, lon_min, lon_max]
+
+
+def select_region(
+    data: xarray.Dataset, region: list[float], time_range: list | None = None
+) -> xarray.Dataset:
+    """The part of ``data`` with ``lat_min <= lat < lat_max`` and ``lon_min <= lon < lon_max``
+    (``region``), and ``time_range[0] <= time <= time_range[1]`` when given (date strings
+    such as ``"2019-10"`` for datetime axes, numbers for numeric ones)."""
+    lat_min, lat_max, lon_min, lon_max = _check_box(region)
+    lat, lon = data["lat"].values, data["lon"].values
+    box = data.isel(
+        lat=np.flatnonzero((lat >= lat_min - _EPS) & (lat < lat_max - _EPS)),
+        lon=np.flatnonzero((lon >= lon_min - _EPS) & (lon < lon_max - _EPS)),
+    )
+    if time_range is not None:
+        if len(time_range) != 2:
+            raise ValueError(f"time_range must be [start, end], got {time_range!r}")
+        box = box.sel(time=slice(*time_range))
+    if not all(box.sizes[d] for d in ("time", "lat", "lon")):
+        raise ValueError(
+            f"region {region} (time_range {time_range}) holds no data: the data cover lat "
+            f"{lat.min()}…{lat.max()}, lon {lon.min()}…{lon.max()}"
+        )
+    return box
+
+
+def region_stats(
+    data: xarray.Dataset, region: list[float], time_range: list | None = None
+) -> dict[str, tuple[float, float]]:
+    """Mean and standard deviation of each input and of the output over ``region``.
+
+    Computed over the points of :func:`select_region` whose temperature is present: keys
+    ``lat``, ``lon``, ``time`` (in the units :func:`time_values` gives), ``elevation`` (when
+    ``data`` has it) and ``temperature``, each ``(mean, std)`` (population std; a quantity
+    that does not vary gets std 1). Every sampler of an experiment standardises with the
+    statistics of the training region, so held-out regions are scaled as in training.
+    """
+    box = select_region(data, region, time_range)
+    temperature = box["temperature"].transpose("time", "lat", "lon").values.astype(np.float64)
+    present = np.isfinite(temperature)
+    if not present.any():
+        raise ValueError(f"region {region} has no temperature values (all missing)")
+    coords = {
+        "lat": (box["lat"].values, present.sum((0, 2))),
+        "lon": (box["lon"].values, present.sum((0, 1))),
+        "time": (time_values(box["time"].values), present.sum((1, 2))),
+    }
+    if "elevation" in box:
+        heights = box["elevation"].transpose("lat", "lon").values
+        coords["elevation"] = (heights, present.sum(0))
+    stats = {name: _mean_std(v, w) for name, (v, w) in coords.items()}
+    stats["temperature"] = _mean_std(temperature[present], np.ones(int(present.sum())))
+    return stats
+
+
+def _mean_std(values: np.ndarray, weights: np.ndarray) -> tuple[float, float]:
+    values, weights = np.asarray(values, np.float64).ravel(), np.asarray(weights).ravel()
+    mean = float(np.average(values, weights=weights))
+    std = float(np.sqrt(np.average((values - mean) ** 2, weights=weights)))
+    return mean, std if std > 0 else 1.0
+
+
+def time_values(times: np.ndarray) -> np.ndarray:
+    """Times as float64 inputs: hours since 1970-01-01 for datetime64, else the numbers
+    themselves (years for the stand-in)."""
+    times = np.asarray(times)
+    if np.issubdtype(times.dtype, np.datetime64):
+        return (times - np.datetime64("1970-01-01T00:00")) / np.timedelta64(1, "h")
+    if np.issubdtype(times.dtype, np.number):
+        return times.astype(np.float64)
+    raise TypeError(f"the time axis must be datetime64 or numeric, got {times.dtype}")
+
+
+# --- the task sampler -----------------------------------------------------------------------
+
+
+@dataclass
+class ERA5Config:
+    """Data source, regions and task layout of the ERA5 sampler (TE-4 defaults).
+
+    Regions are ``[lat_min, lat_max, lon_min, lon_max]`` (half-open, lon in [-180, 180)) or
+    a name: ``train`` / ``west`` / ``north`` of :data:`ERA5_REGIONS`, or of
+    :data:`STANDIN_REGIONS` when ``source="iris-standin"``. ``region`` is where tasks are
+    drawn; ``stats_region`` (and ``stats_time_range``) where the standardising statistics
+    come from: keep it the training region in every sampler of an experiment.
+    ``time_range`` is ``[start, end]`` inclusive (date strings such as ``"2019-09-30"``;
+    years for the stand-in), to split train and test periods; None takes every time step.
+    ``grid`` is the task's (lat, lon, time) point counts: consecutive points of the data's
+    grid, so with :func:`load_era5`'s defaults 0.5° and 6 hours apart. ``N_c`` is drawn once
+    per batch, uniformly on ``{ceil(N min_ctx_frac), ..., floor(N max_ctx_frac)}``.
+    """
+
+    source: str = "file"  # file (load_era5) | iris-standin (iris_standin)
+    path: str | list[str] | None = None  # ERA5 temperature file(s), source="file"
+    elevation_path: str | None = None  # ERA5 invariant file with geopotential z
+    temperature_var: str = "t2m"
+    resolution: float | None = 0.5  # load_era5: keep this grid (degrees); None = file's grid
+    scenario: str = "E1"  # iris-standin: E1 | A1B
+    region: str | list[float] = "train"
+    stats_region: str | list[float] = "train"
+    time_range: list[str | float] | None = None
+    stats_time_range: list[str | float] | None = None  # None: every loaded time step
+    grid: list[int] = field(default_factory=lambda: [15, 15, 5])
+    min_ctx_frac: float = 0.01
+    max_ctx_frac: float = 1 / 3
+    use_elevation: bool = True  # dim_x 4 (lat, lon, time, elevation), else 3
+
+
+class ERA5Sampler:
+    """Samples batches of TE-4 temperature tasks; see :class:`ERA5Config`.
+
+    Inputs are ordered (lat, lon, time[, elevation]), standardised with :attr:`stats`
+    (:func:`region_stats` of ``stats_region``); the output is the standardised temperature.
+    :meth:`to_physical` undoes the scaling. ``Batch.info["origin"]`` ``[batch, 3]`` holds the
+    (lat, lon, time) of each task's first grid point in physical units.
+
+    Example:
+        >>> from tnpx.data.base import batch_at
+        >>> config = ERA5Config(source="iris-standin", use_elevation=False)
+        >>> sampler = ERA5Sampler(config, batch_size=2)
+        >>> batch = batch_at(sampler, step=0)
+        >>> batch.xc.shape[-1], batch.xc.shape[1] + batch.xt.shape[1]
+        (3, 1125)
+    """
+
+    dim_y = 1
+
+    def __init__(
+        self,
+        config: ERA5Config | None = None,
+        batch_size: int = 16,
+        seed: int = 0,
+        dataset: xarray.Dataset | None = None,
+    ):
+        self.config = config = config or ERA5Config()
+        self.n_points, self.min_ctx, self.max_ctx = _check_config(config, dataset is not None)
+        data = _checked_dataset(_load(config) if dataset is None else dataset)
+        self.use_elevation = _elevation_wanted(config, data)
+        self.dim_x = 4 if self.use_elevation else 3
+        self.batch_size = batch_size
+        self.seed = seed
+        self.region = _named_region(config.region, config.source, "region")
+        self.stats_region = _named_region(config.stats_region, config.source, "stats_region")
+        self.stats = region_stats(data, self.stats_region, config.stats_time_range)
+        names = ["lat", "lon", "time"] + ["elevation"] * self.use_elevation
+        self._x_mean = torch.tensor([self.stats[n][0] for n in names], dtype=torch.float64)
+        self._x_std = torch.tensor([self.stats[n][1] for n in names], dtype=torch.float64)
+        self._y_mean, self._y_std = self.stats["temperature"]
+        self._hold(select_region(data, self.region, config.time_range))
+
+    @classmethod
+    def from_dataset(
+        cls,
+        dataset: xarray.Dataset,
+        config: ERA5Config | None = None,
+        batch_size: int = 16,
+        seed: int = 0,
+    ) -> ERA5Sampler:
+        """A sampler over ``dataset`` (``temperature`` ``[time, lat, lon]``, optional
+        ``elevation`` ``[lat, lon]``, as :func:`load_era5` returns) instead of
+        ``config.source``; region names resolve through ``config.source`` as usual."""
+        return cls(config, batch_size=batch_size, seed=seed, dataset=dataset)
+
+    def _hold(self, box: xarray.Dataset) -> None:
+        """Keep the sampling region as tensors and list its complete windows."""
+        as64 = {"dtype": torch.float64}  # torch.tensor copies (xarray's arrays are read-only)
+        self._lat = torch.tensor(box["lat"].values, **as64)
+        self._lon = torch.tensor(box["lon"].values, **as64)
+        self._time = torch.tensor(time_values(box["time"].values), **as64)
+        self._temperature = torch.tensor(box["temperature"].values, **as64)  # [T, H, W]
+        self._elevation = (
+            torch.tensor(box["elevation"].values, **as64) if self.use_elevation else None
+        )
+        n_lat, n_lon, n_time = self.config.grid
+        sizes = tuple(self._temperature.shape)
+        if sizes[0] < n_time or sizes[1] < n_lat or sizes[2] < n_lon:
+            raise ValueError(
+                f"region {self.region} (time_range {self.config.time_range}) holds "
+                f"{sizes[1]} × {sizes[2]} lat × lon points and {sizes[0]} time steps; a task "
+                f"needs {n_lat} × {n_lon} and {n_time}"
+            )
+        missing = ~torch.isfinite(self._temperature)
+        if self._elevation is not None:
+            missing = missing | ~torch.isfinite(self._elevation)[None]
+        self._origins = None  # None: every window is complete
+        if missing.any():
+            window = (n_time, n_lat, n_lon)
+            hit = F.max_pool3d(missing[None, None].double(), window, stride=1)[0, 0] > 0
+            self._origins = torch.nonzero(~hit)  # [n_complete, 3] (time, lat, lon) indices
+            if len(self._origins) == 0:
+                raise ValueError(
+                    f"no {n_lat} × {n_lon} × {n_time} window of region {self.region} is free "
+                    "of missing values"
+                )
+
+    def _draw_origins(self, g: torch.Generator, b: int) -> torch.Tensor:
+        """First (time, lat, lon) index of each task's window ``[b, 3]``."""
+        if self._origins is not None:
+            return self._origins[torch.randint(len(self._origins), (b,), generator=g)]
+        n_lat, n_lon, n_time = self.config.grid
+        room = [len(self._time) - n_time, len(self._lat) - n_lat, len(self._lon) - n_lon]
+        return torch.stack([torch.randint(r + 1, (b,), generator=g) for r in room], -1)
+
+    def _window_points(self, origin: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Physical inputs ``[b, N, dim_x]`` and temperatures ``[b, N, 1]`` of the windows
+        starting at ``origin`` ``[b, 3]``, in (time, lat, lon) order."""
+        n_lat, n_lon, n_time = self.config.grid
+        b = origin.shape[0]
+        shape = (b, n_time, n_lat, n_lon)
+        t = (origin[:, :1] + torch.arange(n_time))[:, :, None, None].expand(shape)
+        i = (origin[:, 1:2] + torch.arange(n_lat))[:, None, :, None].expand(shape)
+        j = (origin[:, 2:] + torch.arange(n_lon))[:, None, None, :].expand(shape)
+        columns = [self._lat[i], self._lon[j], self._time[t]]
+        if self._elevation is not None:
+            columns.append(self._elevation[i, j])
+        x = torch.stack(columns, -1).reshape(b, -1, self.dim_x)
+        return x, self._temperature[t, i, j].reshape(b, -1, 1)
+
+    def standardise(
+        self, x: torch.Tensor | None = None, y: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+        """Physical inputs ``[..., dim_x]`` / temperatures ``[..., 1]`` to model units."""
+        x = None if x is None else (x - self._x_mean.to(x)) / self._x_std.to(x)
+        y = None if y is None else (y - self._y_mean) / self._y_std
+        return x, y
+
+    def to_physical(
+        self, x: torch.Tensor | None = None, y: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+        """Undo :meth:`standardise`: degrees, time (:func:`time_values`), metres, kelvin."""
+        x = None if x is None else x.double() * self._x_std + self._x_mean
+        y = None if y is None else y.double() * self._y_std + self._y_mean
+        return x, y
+
+    def sample(self, generator: torch.Generator, batch_size: int | None = None) -> Batch:
+        """One batch drawn with ``generator`` only: ``xc`` ``[batch, n_ctx, dim_x]``, ``yc``
+        ``[batch, n_ctx, 1]``, ``xt`` ``[batch, N - n_ctx, dim_x]``, ``yt``
+        ``[batch, N - n_ctx, 1]``; each task is one window, its points shuffled, the first
+        ``n_ctx`` context and the rest targets."""
+        g, b = generator, batch_size or self.batch_size
+        n_ctx = randint(g, self.min_ctx, self.max_ctx)
+        origin = self._draw_origins(g, b)
+        x, y = self._window_points(origin)
+        order = torch.rand(b, self.n_points, generator=g).argsort(dim=1)[..., None]
+        x = x.gather(1, order.expand(-1, -1, self.dim_x))
+        x, y = self.standardise(x, y.gather(1, order))
+        x, y = x.float(), y.float()
+        first = [self._lat[origin[:, 1]], self._lon[origin[:, 2]], self._time[origin[:, 0]]]
+        info = {"origin": torch.stack(first, -1)}
+        return Batch(x[:, :n_ctx], y[:, :n_ctx], x[:, n_ctx:], y[:, n_ctx:], info=info)
+
+
+def _check_config(config: ERA5Config, has_dataset: bool) -> tuple[int, int, int]:
+    """Validate ``config``; returns ``(N, min_ctx, max_ctx)``."""
+    if config.source not in ("file", "iris-standin"):
+        raise ValueError(f"source must be 'file' or 'iris-standin', got {config.source!r}")
+    if config.source == "file" and config.path is None and not has_dataset:
+        raise ValueError("source='file' needs path (the ERA5 NetCDF file or files)")
+    grid = config.grid
+    if len(grid) != 3 or not all(isinstance(n, int) and n >= 1 for n in grid):
+        raise ValueError(f"grid must be 3 positive integers [lat, lon, time], got {grid!r}")
+    if not 0 < config.min_ctx_frac <= config.max_ctx_frac < 1:
+        raise ValueError(
+            "need 0 < min_ctx_frac <= max_ctx_frac < 1, got "
+            f"{config.min_ctx_frac}, {config.max_ctx_frac}"
+        )
+    n_points = math.prod(grid)
+    min_ctx = max(1, math.ceil(n_points * config.min_ctx_frac - 1e-9))
+    max_ctx = min(n_points - 1, math.floor(n_points * config.max_ctx_frac + 1e-9))
+    if min_ctx > max_ctx:
+        raise ValueError(
+            f"a grid of {n_points} points leaves no context size between "
+            f"{config.min_ctx_frac} N and {config.max_ctx_frac} N (with >= 1 target)"
+        )
+    for name in ("time_range", "stats_time_range"):
+        value = getattr(config, name)
+        if value is not None and len(value) != 2:
+            raise ValueError(f"{name} must be [start, end], got {value!r}")
+    for name in ("region", "stats_region"):
+        _named_region(getattr(config, name), config.source, name)
+    return n_points, min_ctx, max_ctx
+
+
+def _named_region(region: str | list[float], source: str, what: str) -> list[float]:
+    if isinstance(region, str):
+        names = STANDIN_REGIONS if source == "iris-standin" else ERA5_REGIONS
+        if region not in names:
+            raise ValueError(f"unknown {what} {region!r}; choose from {', '.join(names)}")
+        return list(names[region])
+    return _check_box(region, what)
+
+
+def _load(config: ERA5Config) -> xarray.Dataset:
+    if config.source == "iris-standin":
+        relief = config.use_elevation and (_find_relief() or False)  # the sampler warns
+        return iris_standin(config.scenario, relief=relief)
+    return load_era5(
+        config.path,
+        temperature_var=config.temperature_var,
+        elevation=config.elevation_path,
+        resolution=config.resolution,
+    )
+
+
+def _checked_dataset(data: xarray.Dataset) -> xarray.Dataset:
+    """``data`` with ``temperature`` as (time, lat, lon) and every axis ascending."""
+    if "temperature" not in data or set(data["temperature"].dims) != {"time", "lat", "lon"}:
+        raise ValueError(
+            "the dataset needs a variable 'temperature' with dims (time, lat, lon) (and "
+            "optionally 'elevation' (lat, lon)); load_era5 returns one"
+        )
+    data = data.transpose("time", "lat", "lon", ...)
+    if "elevation" in data and set(data["elevation"].dims) != {"lat", "lon"}:
+        raise ValueError(f"elevation must have dims (lat, lon), got {data['elevation'].dims}")
+    return data.sortby(["time", "lat", "lon"])
+
+
+def _elevation_wanted(config: ERA5Config, data: xarray.Dataset) -> bool:
+    if not config.use_elevation or "elevation" in data:
+        return config.use_elevation
+    if config.source == "iris-standin":
+        warnings.warn("the stand-in has no elevation: using dim_x = 3", stacklevel=3)
+        return False
+    raise ValueError(
+        "the dataset has no elevation: pass elevation_path (the ERA5 geopotential file) or "
+        "set use_elevation=False"
+    )
+
+
+__all__ = [
+    "ERA5_REGIONS",
+    "G",
+    "RELIEF_FILES",
+    "STANDIN_FILES",
+    "STANDIN_REGIONS",
+    "ERA5Config",
+    "ERA5Sampler",
+    "iris_standin",
+    "load_era5",
+    "region_stats",
+    "select_region",
+    "time_values",
+]

