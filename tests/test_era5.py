@@ -117,6 +117,13 @@ def test_load_era5_options_and_file_lists(cds_files, tmp_path):
     parts = era5.load_era5([tmp_path / "late.nc", tmp_path / "early.nc"], hours=None)
     one = era5.load_era5(cds_files / "t2m.nc", hours=None)
     xr.testing.assert_identical(parts, one)
+    heights = xr.DataArray(  # orography given as a DataArray in metres, CDS coordinates
+        np.arange(81.0).reshape(9, 9), {"latitude": LAT_CDS, "longitude": LON_CDS}
+    )
+    given = era5.load_era5(cds_files / "t2m.nc", elevation=heights)
+    np.testing.assert_allclose(
+        given["elevation"].sel(lat=46.0, lon=-1.0), heights.sel(latitude=46.0, longitude=359.0)
+    )
 
 
 def test_load_era5_errors(cds_files):

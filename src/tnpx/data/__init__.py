@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import fields
 
 from .base import SPLITS, TaskSampler, batch_at, task_generator
+from .era5 import ERA5Config, ERA5Sampler
 from .gp import GPConfig, GPSampler
 from .images import ImageConfig, ImageSampler
 from .kolmogorov import KolmogorovConfig, KolmogorovSampler
@@ -15,6 +16,7 @@ SAMPLERS = {
     "sawtooth": (SawtoothSampler, SawtoothConfig),
     "image": (ImageSampler, ImageConfig),
     "kolmogorov": (KolmogorovSampler, KolmogorovConfig),
+    "era5": (ERA5Sampler, ERA5Config),
 }
 
 
@@ -45,6 +47,8 @@ __all__ = [
     "SAMPLERS",
     "SPLITS",
     "Batch",
+    "ERA5Config",
+    "ERA5Sampler",
     "GPConfig",
     "GPSampler",
     "ImageConfig",

@@ -256,12 +256,12 @@ def _on_resolution(da: xarray.DataArray, step: float, where) -> xarray.DataArray
     return da.isel(**keep)
 
 
-def _elevation_on(elevation: xarray.DataArray, temperature: xarray.DataArray):
+def _elevation_on(elevation: xarray.DataArray, temperature: xarray.DataArray) -> xarray.DataArray:
     """Orography in metres on the temperature grid ``[lat, lon]``."""
     units = str(elevation.attrs.get("units", "")).replace(" ", "").lower()
     geopotential = units in _GEOPOTENTIAL_UNITS or (not units and elevation.name == "z")
-    field_ = _normalise(elevation, ("lat", "lon"), "elevation")
-    metres = field_ / G if geopotential else field_
+    heights = _normalise(elevation, ("lat", "lon"), "elevation")
+    metres = heights / G if geopotential else heights
     metres = metres.reindex(
         lat=temperature["lat"], lon=temperature["lon"], method="nearest", tolerance=_EPS
     )
@@ -282,7 +282,7 @@ def iris_standin(
 ) -> xarray.Dataset:
     """An offline stand-in for ERA5 from the PyPI package ``iris-sample-data``.
 
-    The field is HadCM3-style model output of 1.5 m air temperature (K) over North America:
+    The field is Met Office Unified Model (6.05) 1.5 m air temperature (K) over North America:
     37 latitudes × 49 longitudes at 1.25° × 1.875° (lat 15…60, lon -135…-45) and 240
     **annual means**, 1860…2099, under scenario ``E1`` or ``A1B`` (the two files agree until
     1999). It is read with xarray, not with iris. Its ``time`` axis is the **year** (float,
