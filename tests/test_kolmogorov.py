@@ -318,9 +318,23 @@ def test_sampler_reproducible_from_generator():
     assert base.batch_at(sampler, 0).xc.shape[0] == 16  # default batch_size
 
 
+def test_max_tgt_keeps_a_subset_of_the_same_task():
+    data = _velocity()
+    config = KolmogorovConfig(block=[8, 8, 8], max_ctx=100)
+    full = KolmogorovSampler.from_tensor(data, config, batch_size=3)
+    capped = KolmogorovSampler.from_tensor(
+        data, KolmogorovConfig(**{**vars(config), "max_tgt": 50}), 3
+    )
+    a, b = base.batch_at(full, 2), base.batch_at(capped, 2)
+    assert torch.equal(a.xc, b.xc) and torch.equal(a.yc, b.yc)  # the same tasks
+    assert b.xt.shape == (3, 50, 3) and torch.equal(a.xt[:, :50], b.xt)
+    assert torch.equal(a.yt[:, :50], b.yt)
+
+
 @pytest.mark.parametrize(
     ("options", "match"),
     [
+        ({"max_tgt": 0}, "max_tgt"),
         ({"block": [19, 4, 4], "max_ctx": 10}, "larger than the data"),
         ({"block": [4, 4, 21], "max_ctx": 10}, "larger than the data"),
         ({"block": [4, 4]}, "three positive"),

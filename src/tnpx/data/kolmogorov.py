@@ -373,7 +373,10 @@ class KolmogorovConfig:
     (wrapping periodically in x and y, not in t); its inputs are the block's (x, y, t) grid
     coordinates mapped to ``input_range`` on each axis, its outputs the velocity (u, v).
     ``n_ctx ~ U{min_ctx, ..., max_ctx}`` once per batch; a random ``n_ctx`` of the block's
-    points are the context and all the others the targets.
+    points are the context and all the others the targets. ``max_tgt`` optionally keeps only
+    the first ``max_tgt`` of those targets (a random subset; a CPU budget's cap on time and
+    memory, not the paper's protocol); it draws nothing more, so the tasks are otherwise the
+    same.
     """
 
     cache: str = "data/kolmogorov.pt"
@@ -382,6 +385,7 @@ class KolmogorovConfig:
     min_ctx: int = 1
     max_ctx: int = 500
     input_range: list[float] = field(default_factory=lambda: [-3.0, 3.0])
+    max_tgt: int | None = None
 
 
 class KolmogorovSampler:
@@ -427,6 +431,8 @@ class KolmogorovSampler:
             raise ValueError(
                 f"max_ctx={config.max_ctx} leaves no targets in a block of {n_points} points"
             )
+        if config.max_tgt is not None and config.max_tgt < 1:
+            raise ValueError(f"max_tgt must be None or >= 1, got {config.max_tgt}")
         if data is None:
             data = read_cache(config.cache)[config.subset]
         if data.dim() != 5 or data.shape[-1] != 2 or data.shape[0] < 1:
@@ -487,6 +493,8 @@ class KolmogorovSampler:
         values = values.reshape(b, -1, 2).float()
         order = torch.rand(b, values.shape[1], generator=g).argsort(dim=1)
         ctx, tgt = order[:, :n_ctx], order[:, n_ctx:]
+        if c.max_tgt is not None:
+            tgt = tgt[:, : c.max_tgt]
 
         def take(source: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
             return torch.gather(source, 1, idx[..., None].expand(-1, -1, source.shape[-1]))
