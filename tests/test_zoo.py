@@ -3,6 +3,8 @@ recorded check evaluation, and serves `tnpx predict NAME` and `tnpx models --pre
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 
@@ -54,7 +56,7 @@ def test_predict_by_name_in_the_users_units(tmp_path):
     x = torch.linspace(100, 200, 15)
     context = tmp_path / "ctx.csv"
     context.write_text(
-        "t,v\n" + "".join(f"{a:.3f},{1000 + 50 * torch.sin(a / 15):.4f}\n" for a in x.tolist())
+        "t,v\n" + "".join(f"{a:.3f},{1000 + 50 * math.sin(a / 15):.4f}\n" for a in x.tolist())
     )
     targets = tmp_path / "tgt.csv"
     targets.write_text("t\n150.5\n172.0\n")
