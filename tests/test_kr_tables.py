@@ -1,6 +1,8 @@
 """benchmarks/kr_tables.py: the KR-1 / KR-3 tables built from cached cells (no training),
-the per-model budget sizes, the stale-cell guard, the KR-3 configs' layout, and one tiny real
-cell end to end."""
+the per-model budget sizes, the stale-cell guard, the KR-3 configs' layout, one tiny real
+cell end to end; the real-data tables (KR-4, TE-2, TE-3): row labels to models and options,
+their configs, the LL sign, the skip of a cell whose data are missing, and a tiny generic
+table (an image column, LL) trained, reported and resumed."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ import json
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 from torch.testing import assert_close
@@ -20,6 +23,9 @@ from tnpx.models import build_model
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 import kr_tables as kt  # noqa: E402
+
+GP_TABLES = [name for name, spec in kt.TABLES.items() if spec.gp_data]
+REAL_TABLES = ["kr4", "te2", "te3"]
 
 RUN = {
     "command": "python benchmarks/kr_tables.py",
@@ -85,7 +91,7 @@ def readme(out: Path, spec: kt.TableSpec) -> str:
     return (out / spec.name / "README.md").read_text()
 
 
-@pytest.mark.parametrize("name", list(kt.TABLES))
+@pytest.mark.parametrize("name", GP_TABLES)
 def test_partial_table_has_every_row_column_paper_number_and_dash(tmp_path, name):
     spec = kt.TABLES[name]
     nlls = paper_like(spec)
@@ -162,7 +168,7 @@ def test_spearman_and_tied_ranks():
 
 @pytest.mark.parametrize(
     "table, model",
-    [(t, m) for t, spec in kt.TABLES.items() for m in spec.models if m != kt.ORACLE],
+    [(t, m) for t in GP_TABLES for m in kt.TABLES[t].models if m != kt.ORACLE],
 )
 def test_budget_sizes_are_comparable(tmp_path, table, model):
     spec = kt.TABLES[table]
@@ -246,3 +252,206 @@ def test_one_tiny_real_cell_end_to_end(tmp_path, capsys):
     assert "(cached)" in capsys.readouterr().out
     with pytest.raises(SystemExit, match="other settings"):
         kt.main([*argv[:7], "4", *argv[8:]])  # --steps 4 would mix two protocols
+
+
+# --- the real-data tables (KR-4, TE-2, TE-3) and the generic engine ------------------------
+
+
+def test_default_tables_are_kr1_and_kr3_and_every_table_is_a_choice():
+    assert kt.parse_args([]).tables == ["kr1", "kr3"]
+    assert kt.parse_args(["--tables", *REAL_TABLES]).tables == REAL_TABLES
+    args = kt.parse_args(["--tables", "kr4", "--columns", "mnist", "--models", "tnp-d"])
+    assert args.kernels == ["mnist"]
+    with pytest.raises(SystemExit):
+        kt.parse_args(["--tables", "kr1", "--columns", "mnist"])  # not a KR-1 column
+
+
+@pytest.mark.parametrize(
+    "table, column, label, model, options",
+    [
+        ("te2", "t-mnist", "pt-tnp-m64", "pt-tnp-ist", {"n_pseudo": 64}),
+        ("te2", "t-cifar10", "pt-tnp-m128", "pt-tnp-ist", {"n_pseudo": 128}),
+        ("te2", "t-mnist", "te-pt-tnp-m128", "te-pt-tnp", {"n_pseudo": 128}),
+        ("te2", "t-mnist", "convcnp", "convcnp", {"cnn": "plain", "points_per_unit": 27.5}),
+        ("te2", "t-cifar10", "convcnp", "convcnp", {"cnn": "plain", "points_per_unit": 31.5}),
+        ("te3", "kolmogorov", "te-pt-tnp-m64", "te-pt-tnp", {"n_pseudo": 64}),
+        ("te3", "kolmogorov", "mt-gp", "mt-gp", {}),
+        ("kr4", "celeba", "tnp-kr-full", "tnp-kr-full", {"min_std": 0.05}),
+    ],
+)
+@pytest.mark.parametrize("exact", [False, True])
+def test_a_label_maps_to_its_model_and_options(
+    tmp_path, table, column, label, model, options, exact
+):
+    spec = kt.TABLES[table]
+    row = spec.rows[label]
+    cfg = kt.cell_config(spec, column, label, exact, tmp_path, [])
+    assert cfg.model["name"] == row.model == model
+    assert cfg.protocol == ("exact" if exact else "budget")
+    for key, value in options.items():
+        assert cfg.model[key] == value
+    for key, value in row.budget.items():  # budget sizes at the budget only
+        assert cfg.model.get(key) == (row.options.get(key) if exact else value)
+    assert cfg.train.out_dir == str(tmp_path / f"{table}-{column}" / label)
+    assert kt.cell_path(tmp_path, table, column, label).name == f"{column}-{label}.json"
+    # TE-PT-TNP and RCNP train with batch 8 (TE F.2/F.3), the others with the file's
+    batch = 8 if model in ("te-pt-tnp", "rcnp") else 32 if (table, exact) == ("kr4", True) else 16
+    assert cfg.data["batch_size"] == batch
+    if table == "te2":
+        assert cfg.model["likelihood"] == "homoscedastic" and cfg.model["dim_model"] != 128
+    if table in ("te2", "te3") and row.trained and model != "convcnp":
+        assert cfg.model["dim_model"] == 32  # D_z = 32
+    built = build_model(model, cfg.model["dim_x"], cfg.model["dim_y"], **cfg.model_options())
+    assert built.name == model
+
+
+@pytest.mark.parametrize("name", REAL_TABLES)
+@pytest.mark.parametrize("exact", [False, True])
+def test_real_table_configs_load_for_every_cell(tmp_path, name, exact):
+    spec = kt.TABLES[name]
+    for column, label in zip(spec.kernels * len(spec.models), spec.models * len(spec.kernels)):
+        cfg = kt.cell_config(spec, column, label, exact, tmp_path, [])
+        test = cfg.data_options(test=True)
+        train = cfg.data_options()
+        split = "subset" if cfg.data["name"] == "kolmogorov" else "split_data"
+        assert train[split] == "train" and test[split] == "test"
+        assert cfg.data["name"] == ("kolmogorov" if name == "te3" else "image")
+        assert cfg.model["dim_x"] == {"kr4": 2, "te2": 2, "te3": 3}[name]
+        assert cfg.model["dim_y"] == (1 if "mnist" in column else 2 if name == "te3" else 3)
+        if exact:
+            assert cfg.train.steps >= 100_000
+            assert "standin" not in str(train.get("dataset", ""))
+        else:
+            assert train.get("dataset", "kolmogorov").endswith(("standin", "kolmogorov"))
+    assert not spec.gp_data and kt.ORACLE not in spec.models
+
+
+def test_ll_tables_report_ll_with_its_sign_and_order_by_higher_is_better(tmp_path):
+    spec = kt.TABLES["te2"]
+    assert spec.metric == "ll"
+    lls = {(k, m): v - 0.2 for m, row in spec.paper.items() for k, v in row.items()}
+    # a fake cell stores -nll as its LL: write LL values through fake_cell's nll argument
+    write_cells(tmp_path, spec, {key: -ll for key, ll in lls.items()})
+    text = readme(tmp_path, spec)
+    assert "Metric: LL per target point (higher is better)" in text
+    assert "NLL" not in text.split("## Model sizes")[0]
+    rows = nll_rows(text)
+    cell = kt.load_cells(tmp_path, spec)["t-mnist", "convcnp"]
+    assert cell.value("ll") == pytest.approx(1.0) and cell.value("nll") == pytest.approx(-1.0)
+    assert "| convcnp | 1.000 ± 0.010 (1.20) | 1.240 ± 0.010 (1.44) |" == rows["convcnp"]
+    assert "Spearman ρ = 1.00 between our LLs" in text
+    assert "the paper's ordering is reproduced" in text
+    assert "Gap to the GP oracle" not in text and "gp-oracle" not in text
+    assert (tmp_path / "te2" / "ll_vs_paper.png").exists()
+    results = json.loads((tmp_path / "te2" / "results.json").read_text())
+    assert results["metric"] == "ll" and results["paper_ll"]["cnp"]["t-mnist"] == 0.64
+    assert results["rows"]["pt-tnp-m64"] == {
+        "model": "pt-tnp-ist",
+        "options": {"n_pseudo": 64},
+        "budget": {"n_layers": 2},
+        "column_options": {},
+        "overrides": [],
+    }
+    # the lowest LL is the worst: CNP above every TE-PT-TNP is a swap against the paper
+    write_cells(tmp_path, spec, {("t-mnist", "cnp"): -5.0})  # LL 5
+    o = kt.ordering(spec, "t-mnist", kt.load_cells(tmp_path, spec))
+    assert {s.worse for s in o["swaps"]} == {"cnp"} and len(o["swaps"]) == 6
+    assert all(s.margin > 0 and s.significant for s in o["swaps"])
+    assert "cnp beats te-pt-tnp-m128 by" in readme(tmp_path, spec)
+
+
+def test_nll_tables_still_order_by_lower_is_better():
+    spec = kt.TABLES["kr4"]
+    cells = {
+        ("mnist", m): fake_cell("kr4", "mnist", m, v) for m, v in (("cnp", 0.0), ("tnp-d", -1.0))
+    }
+    assert kt.ordering(spec, "mnist", cells)["swaps"] == []  # TNP-D's lower NLL is better
+    cells["mnist", "cnp"] = fake_cell("kr4", "mnist", "cnp", -2.0)
+    (swap,) = kt.ordering(spec, "mnist", cells)["swaps"]
+    assert (swap.better, swap.worse, swap.margin) == ("tnp-d", "cnp", pytest.approx(1.0))
+
+
+def test_a_cell_whose_data_are_missing_is_skipped_with_the_command_that_makes_them(
+    tmp_path, capsys
+):
+    out, runs = tmp_path / "results", tmp_path / "runs"
+    cache = tmp_path / "nowhere" / "kolmogorov-budget.pt"
+    argv = ["--tables", "te3", "--models", "cnp", "mt-gp", "--out", str(out)]
+    kt.main([*argv, "--runs", str(runs), f"data.cache={cache}"])
+    printed = capsys.readouterr().out
+    command = f"tnpx data kolmogorov --preset budget --out {cache}"
+    assert printed.count("skipped") == 2 and command in printed
+    assert not runs.exists() and not (out / "te3" / "cells").exists()
+    text = (out / "te3" / "README.md").read_text()
+    assert (
+        "**Not run yet** (7 of 7 cells" in text
+        and f"Skipped for missing data: data file {cache}" in text
+    )
+    results = json.loads((out / "te3" / "results.json").read_text())
+    why = {m["model"]: m.get("why") for m in results["missing"]}
+    assert command in why["cnp"] and command in why["mt-gp"] and why["rcnp"] is None
+    # the exact protocol names the exact preset
+    cfg = kt.cell_config(kt.TABLES["te3"], "kolmogorov", "cnp", True, runs, [f"data.cache={cache}"])
+    assert f"--preset exact --out {cache}" in kt.missing_data(cfg, exact=True)
+
+
+def tiny_image_table(tmp_path: Path) -> kt.TableSpec:
+    """A one-column LL table on 40 random 8×8 images (a ``.npy`` file), two rows: a CNP and a
+    pseudo-token TNP whose label sets ``n_pseudo``; its budget config lives in ``tmp_path``."""
+    images = np.random.default_rng(0).integers(0, 256, (40, 8, 8, 1), dtype=np.uint8)
+    np.save(tmp_path / "digits.npy", images)
+    (tmp_path / "tiny-digits-budget.yaml").write_text(
+        f"""name: tiny-digits-budget
+protocol: budget
+model: {{name: cnp, dim_x: 2, dim_y: 1, dim_model: 16, n_encoder_hidden: 1}}
+data: {{name: image, batch_size: 4, dataset: file, path: {tmp_path / "digits.npy"},
+       split_data: train, mode: kr, n_points: 20, min_ctx: 3, max_ctx: 10}}
+optim: {{name: adamw, lr: 1.0e-3}}
+train: {{steps: 3, log_every: 1, val_every: 100, val_batches: 1, checkpoint_every: 100,
+        progress: false}}
+eval: {{n_batches: 2, batch_size: 4, data: {{split_data: test}}}}
+"""
+    )
+    small = {"dim_model": 16, "n_layers": 1, "n_heads": 2, "dim_head": 8, "dim_ff": 16}
+    return kt.TableSpec(
+        name="tiny",
+        title="TINY: a test table",
+        what="random 8×8 images",
+        columns={"digits": "Digits"},
+        rows={"cnp": kt.Row("cnp"), "pt-m4": kt.Row("pt-tnp-ist", {"n_pseudo": 4}, small)},
+        paper={"cnp": {"digits": 0.5}, "pt-m4": {"digits": 1.0}},
+        config=str(tmp_path / "tiny-{column}"),
+        metric="ll",
+        column_kind="dataset",
+        paper_digits=2,
+        budget_data="random images",
+    )
+
+
+def test_a_tiny_generic_table_trains_reports_and_resumes(tmp_path, monkeypatch, capsys):
+    spec = tiny_image_table(tmp_path)
+    monkeypatch.setitem(kt.TABLES, "tiny", spec)
+    out, runs = tmp_path / "results", tmp_path / "runs"
+    argv = ["--tables", "tiny", "--out", str(out), "--runs", str(runs)]
+    kt.main([*argv, "--models", "pt-m4"])
+    cell = kt.Cell.from_json((out / "tiny" / "cells" / "digits-pt-m4.json").read_text())
+    assert (cell.model, cell.model_name, cell.registered) == ("pt-m4", "pt-tnp-ist", "pt-tnp-ist")
+    assert cell.model_options["n_pseudo"] == 4 and cell.model_options["n_layers"] == 1
+    assert cell.steps == 3 and cell.test_tasks == 8 and cell.train_seconds is not None
+    assert (runs / "tiny-digits" / "pt-m4" / "model.pt").exists()
+    text = (out / "tiny" / "README.md").read_text()
+    assert "Metric: LL per target point (higher is better)" in text
+    assert f"| pt-m4 | {cell.metrics.ll:.3f} ± {cell.metrics.ll_se:.3f} (1.00) |" in text
+    assert "**Not run yet** (1 of 2 cells" in text and "cnp (Digits)" in text
+    assert "| dataset | model | protocol |" in text and "data: random images" in text
+    assert (out / "tiny" / "ll_vs_paper.png").exists()
+    capsys.readouterr()
+    kt.main(argv)  # resumes: the finished cell is read back, the missing one trained
+    printed = capsys.readouterr().out
+    assert "[tiny digits pt-m4] LL" in printed and "(cached)" in printed
+    assert "[tiny digits cnp] LL" in printed and printed.count("(cached)") == 1
+    results = json.loads((out / "tiny" / "results.json").read_text())
+    assert results["missing"] == [] and len(results["cells"]) == 2
+    assert "All cells are run." in (out / "tiny" / "README.md").read_text()
+    cnp = kt.Cell.from_json((out / "tiny" / "cells" / "digits-cnp.json").read_text())
+    assert cnp.model_name is None and cnp.registered == "cnp"  # label = model: as before
