@@ -172,9 +172,10 @@ def plot_example(example: dict, path: Path) -> None:
     from tnpx.plot import save_figure
 
     panels = [("GP posterior", example["truth"])]
-    for name, (emp, marg) in example.items():
+    for name, pair in example.items():
         if name in ("truth", "gp-oracle"):
             continue
+        emp, marg = pair
         panels += [(f"{name} rollout", emp), (f"{name} marginals", marg)]
     vmax = example["truth"].abs().max().item()
     fig, axes = plt.subplots(1, len(panels), figsize=(3.2 * len(panels), 3.2))

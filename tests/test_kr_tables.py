@@ -455,3 +455,37 @@ def test_a_tiny_generic_table_trains_reports_and_resumes(tmp_path, monkeypatch, 
     assert "All cells are run." in (out / "tiny" / "README.md").read_text()
     cnp = kt.Cell.from_json((out / "tiny" / "cells" / "digits-cnp.json").read_text())
     assert cnp.model_name is None and cnp.registered == "cnp"  # label = model: as before
+
+
+@pytest.mark.parametrize("exact", [False, True])
+def test_te4_columns_are_test_regions_of_one_training_run(tmp_path, exact):
+    spec = kt.TABLES["te4"]
+    assert spec.shared_training and spec.kernels == ("train", "west", "north")
+    for label in spec.models:
+        configs = [kt.cell_config(spec, c, label, exact, tmp_path, []) for c in spec.kernels]
+        assert len({cfg.train.out_dir for cfg in configs}) == 1  # one run per row
+        for column, cfg in zip(spec.kernels, configs):
+            assert cfg.data["name"] == "era5" and cfg.data["region"] == "train"
+            assert cfg.data_options(test=True)["region"] == column
+            assert cfg.model["dim_x"] == (4 if exact else 3)
+        # training settings are identical across the columns: only the test set differs
+        trained = [{k: v for k, v in kt.settings(c).items() if k != "eval"} for c in configs]
+        assert trained[0] == trained[1] == trained[2]
+    pt = kt.cell_config(spec, "train", "te-pt-tnp", exact, tmp_path, [])
+    assert pt.model["n_pseudo"] == (128 if exact else 16) and pt.data["batch_size"] == 8
+
+
+def test_a_shared_training_table_trains_once_and_reports_the_transfer(tmp_path, capsys):
+    out, runs = tmp_path / "results", tmp_path / "runs"
+    argv = ["--tables", "te4", "--models", "cnp", "--steps", "2", "--eval-batches", "1"]
+    kt.main([*argv, "--out", str(out), "--runs", str(runs)])
+    assert [p.name for p in runs.iterdir()] == ["te4"]  # not one run per region
+    cells = [
+        kt.Cell.from_json((out / "te4" / "cells" / f"{r}-cnp.json").read_text())
+        for r in ("train", "west", "north")
+    ]
+    assert len({c.metrics.ll for c in cells}) == 3  # scored on three different test sets
+    text = (out / "te4" / "README.md").read_text()
+    assert "## Generalisation to held-out regions" in text
+    diff = cells[1].metrics.ll - cells[0].metrics.ll
+    assert f"| cnp | {diff:+.3f} ± " in text and "(-6.06)" in text
