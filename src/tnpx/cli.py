@@ -84,14 +84,21 @@ def _eval(args) -> int:
 def _plot(args) -> int:
     from . import load
     from .evaluate import build_test_sampler
-    from .plot import plot_1d_tasks
+    from .plot import plot_1d_tasks, plot_image_tasks
 
     stem = _resolve_checkpoint(args)
     model = load(args.checkpoint)
     cfg = _experiment_for(args.checkpoint, args.config)
     sampler = build_test_sampler(cfg, **_data_overrides(args.data))
     out = Path(args.out) if args.out else stem.with_suffix(".png")
-    plot_1d_tasks({model.name: model}, sampler, out, n_tasks=args.n_tasks, n_samples=args.samples)
+    if cfg.data["name"] == "image":  # context, mean, std and the image, side by side
+        if args.samples:
+            raise SystemExit("tnpx plot: --samples draws 1D function samples, not images")
+        plot_image_tasks(model, sampler, out, n_tasks=args.n_tasks)
+    else:
+        plot_1d_tasks(
+            {model.name: model}, sampler, out, n_tasks=args.n_tasks, n_samples=args.samples
+        )
     print(f"wrote {out}")
     return 0
 
@@ -434,7 +441,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", help="JSON output (default: CHECKPOINT.eval.json)")
     p.set_defaults(func=_eval)
 
-    p = sub.add_parser("plot", help="plot a checkpoint's predictions on 1D test tasks")
+    p = sub.add_parser("plot", help="plot a checkpoint's predictions on test tasks (1D or images)")
     p.add_argument("checkpoint", help="checkpoint path or a pretrained model's name")
     p.add_argument("--config", help="experiment config (default: the one in the checkpoint)")
     p.add_argument("--data", nargs="*", default=[], help="test-data overrides, e.g. shift=0.4")

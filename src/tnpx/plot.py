@@ -1,9 +1,11 @@
-"""Plots of predictions on 1D tasks: context points, true function, model and oracle bands."""
+"""Plots of predictions: 1D tasks (context points, true function, model and oracle bands) and
+image completion (context pixels, predictive mean and standard deviation, ground truth)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import torch
 
 from .batch import Batch
@@ -88,6 +90,68 @@ def plot_1d_tasks(
         ax.set_xlabel("x")
     axes[0, 0].set_ylabel("y")
     axes[0, 0].legend(fontsize=7, loc="best")
+    return save_figure(fig, path)
+
+
+MISSING_PIXEL = np.array([0.35, 0.5, 0.85])  # RGB of the pixels outside the context
+
+
+@torch.no_grad()
+def plot_image_tasks(
+    model: NeuralProcess,
+    sampler,
+    path: str | Path,
+    n_tasks: int = 4,
+) -> Path:
+    """Save a PNG with one row per test image-completion task: the context pixels (the rest
+    blue), the model's predictive mean and standard deviation at every pixel, and the image.
+
+    Args:
+        model: a model with ``dim_x = 2`` and ``dim_y`` = the images' channels.
+        sampler: an :class:`~tnpx.data.images.ImageSampler`; tasks come from its ``test``
+            split, the full pixel grid from its ``height``, ``width`` and ``config.coords``.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from .data.images import grid_to_image, pixel_grid
+
+    if not hasattr(sampler, "images"):
+        raise ValueError(f"plot_image_tasks needs an image sampler, got {type(sampler).__name__}")
+    h, w, value_range = sampler.height, sampler.width, sampler.config.value_range
+    batch = batch_at(sampler, 0, split="test", batch_size=n_tasks)
+    grid = pixel_grid(h, w, sampler.config.coords).expand(n_tasks, -1, -1).contiguous()
+    model = model.eval().cpu()
+    pred = model.predict_batch(Batch(batch.xc, batch.yc, grid, info=batch.info))
+    mean, std = pred.mean, pred.stddev  # [n_tasks, h * w, C]
+    lo, hi = (float(v) for v in value_range)
+    titles = ("context", "mean", "std", "ground truth")
+    fig, axes = plt.subplots(n_tasks, 4, figsize=(8, 2.1 * n_tasks), squeeze=False)
+    for i in range(n_tasks):
+        truth = sampler.images[batch.info["image_index"][i]]
+        truth = truth.float() / 255 if truth.dtype == torch.uint8 else truth.float()
+        context = grid_to_image(batch.yc[i], h, w, value_range, batch.info["ctx_index"][i])
+        # std is drawn on its own scale (white = most uncertain pixel of the task)
+        spread = std[i].mean(-1, keepdim=True) / (hi - lo)
+        if context.shape[-1] == 1:
+            context = np.repeat(context, 3, axis=-1)
+        missing = np.isnan(context).any(-1, keepdims=True)
+        panels = (
+            np.where(missing, MISSING_PIXEL, context),  # unseen pixels drawn blue
+            grid_to_image(mean[i], h, w, value_range),
+            (spread / spread.max().clamp_min(1e-12)).view(h, w, 1).numpy(),
+            truth.numpy(),
+        )
+        for ax, image, title in zip(axes[i], panels, titles):
+            image = image[..., 0] if image.shape[-1] == 1 else image
+            ax.imshow(image, cmap="gray" if image.ndim == 2 else None, vmin=0, vmax=1)
+            ax.set_xticks([])
+            ax.set_yticks([])
+            if i == 0:
+                ax.set_title(title, fontsize=9)
+        axes[i, 0].set_ylabel(f"{batch.xc.shape[1]} context", fontsize=8)
     return save_figure(fig, path)
 
 
