@@ -2,12 +2,15 @@
 of a trained model recover the true posterior covariance, which per-target marginals miss?
 
 For held-out tasks of the pretrained models' prior: the GP oracle's posterior covariance of
-``y`` (with the task's noise) at ``--n-targets`` points spread over the context range; the
+``y`` (with the task's noise) at ``--n-targets`` points spanning two lengthscales around a
+random point of the context range (close enough that the posterior correlates them); the
 empirical covariance of ``--n-samples`` rollout samples from each model; the diagonal
 covariance of the model's independent marginals; and the oracle's own rollout as the Monte
-Carlo floor. Metric: relative Frobenius error ``||C - C_GP||_F / ||C_GP||_F`` (lower is better),
-mean ± s.e. over tasks. Writes ``results/samples/README.md``, ``results.json``,
-``covariance.png``.
+Carlo floor. Metrics (lower is better, mean ± s.e. over tasks): the correlation error
+``||R - R_GP||_F / ||R_GP - I||_F`` (how much of the posterior's correlation structure is
+missed: independent marginals score exactly 1) and the relative covariance error
+``||C - C_GP||_F / ||C_GP||_F`` (scale included). Writes ``results/samples/README.md``,
+``results.json``, ``covariance.png``.
 
     python benchmarks/joint_samples.py
 """
@@ -61,7 +64,21 @@ def oracle_covariance(oracle, xc, yc, xt) -> torch.Tensor:
 
 
 def rel_error(c: torch.Tensor, ref: torch.Tensor) -> float:
+    """Relative Frobenius error of covariance ``c`` against ``ref`` (both ``[n, n]``)."""
     return ((c - ref).norm() / ref.norm()).item()
+
+
+def correlation(c: torch.Tensor) -> torch.Tensor:
+    sd = c.diagonal().clamp_min(1e-300).sqrt()
+    return c / sd[:, None] / sd[None, :]
+
+
+def correlation_error(c: torch.Tensor, ref: torch.Tensor) -> float:
+    """``||R - R_ref||_F / ||R_ref - I||_F`` for the correlation matrices of ``c`` and
+    ``ref``: 0 when the correlations match, 1 for a diagonal ``c`` (no correlation)."""
+    r, r_ref = correlation(c), correlation(ref)
+    eye = torch.eye(len(ref), dtype=ref.dtype)
+    return ((r - r_ref).norm() / (r_ref - eye).norm()).item()
 
 
 def mean_se(v: list[float]) -> tuple[float, float]:
@@ -82,14 +99,18 @@ def main() -> None:
     options = {**cfg.data_options(), "min_ctx": 3, "max_ctx": 30}
     sampler = build_sampler("gp", batch_size=1, seed=cfg.eval.seed, **options)
     models = {name: tnpx.pretrained(name) for name in args.models}
-    errors = {name: {"rollout": [], "marginals": []} for name in models}
-    errors["gp-oracle"] = {"rollout": [], "marginals": []}
+    kinds = ("rollout", "marginals", "rollout_corr", "marginals_corr")
+    errors = {name: {k: [] for k in kinds} for name in [*models, "gp-oracle"]}
     seconds = {name: 0.0 for name in errors}
     example = None
     for i in range(args.tasks):
         b = batch_at(sampler, i, split="test")
+        # targets within one lengthscale either side of a random point of the context range
+        g = torch.Generator().manual_seed(i)
         lo, hi = b.xc.min().item(), b.xc.max().item()
-        xt = torch.linspace(lo - 0.25, hi + 0.25, args.n_targets).view(1, -1, 1)
+        centre = lo + (hi - lo) * torch.rand(1, generator=g).item()
+        ell = float(b.info["lengthscale"][0])
+        xt = torch.linspace(centre - ell, centre + ell, args.n_targets).view(1, -1, 1)
         oracle = oracle_for(b.info)
         truth = oracle_covariance(oracle, b.xc, b.yc, xt)
         for name, model in {**models, "gp-oracle": oracle}.items():
@@ -106,39 +127,42 @@ def main() -> None:
                 marginal = torch.diag(model(*x_in).variance[0, :, 0].double())
             errors[name]["rollout"].append(rel_error(empirical, truth))
             errors[name]["marginals"].append(rel_error(marginal, truth))
+            errors[name]["rollout_corr"].append(correlation_error(empirical, truth))
+            errors[name]["marginals_corr"].append(correlation_error(marginal, truth))
             if i == 0:
                 example = example or {"truth": truth}
                 example[name] = (empirical, marginal)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     rows = [
-        "| model | rollout samples | independent marginals | rollout time per task |",
-        "| --- | --- | --- | --- |",
+        "| model | correlation error: rollout | correlation error: marginals | covariance "
+        "error: rollout | covariance error: marginals | rollout time per task |",
+        "| --- | --- | --- | --- | --- | --- |",
     ]
     summary = {}
     for name, e in errors.items():
-        r, m = mean_se(e["rollout"]), mean_se(e["marginals"])
-        summary[name] = {
-            "rollout": r,
-            "marginals": m,
-            "seconds_per_task": seconds[name] / args.tasks,
-        }
-        rows.append(
-            f"| {name} | {r[0]:.3f} ± {r[1]:.3f} | {m[0]:.3f} ± {m[1]:.3f} | "
-            f"{seconds[name] / args.tasks:.1f} s |"
+        stats = {k: mean_se(e[k]) for k in kinds}
+        summary[name] = {**stats, "seconds_per_task": seconds[name] / args.tasks}
+        cells = " | ".join(
+            f"{stats[k][0]:.3f} ± {stats[k][1]:.3f}"
+            for k in ("rollout_corr", "marginals_corr", "rollout", "marginals")
         )
+        rows.append(f"| {name} | {cells} | {seconds[name] / args.tasks:.1f} s |")
     plot_example(example, out / "covariance.png")
-    best = min(models, key=lambda n: summary[n]["rollout"][0])
-    floor = summary["gp-oracle"]["rollout"][0]
+    reading = " ".join(read(name, summary) for name in models)
+    floor = summary["gp-oracle"]["rollout_corr"][0]
     text = f"""# Joint samples against the GP posterior covariance
 
-**What**: for {args.tasks} held-out tasks of the pretrained models' prior (3–30 context points,
-{args.n_targets} targets spread over the context range ± 0.25), the relative Frobenius error
-`||C − C_GP||_F / ||C_GP||_F` between a covariance of y at the targets and the exact GP
-posterior covariance (task's true kernel, hyper-parameters and noise). "Rollout samples":
-empirical covariance of {args.n_samples} autoregressive samples (`tnpx.sample`, random order);
-"independent marginals": the diagonal covariance that per-target predictions imply. The
-oracle's own rollout row is the Monte Carlo floor. Lower is better; mean ± s.e. over tasks.
+**What**: for {args.tasks} held-out tasks of the pretrained models' prior (3–30 context points),
+{args.n_targets} targets spanning one lengthscale either side of a random point of the context
+range, a covariance of y at the targets against the exact GP posterior covariance C_GP (the
+task's true kernel, hyper-parameters and noise). "Rollout": the empirical covariance of
+{args.n_samples} autoregressive samples (`tnpx.sample`, random order); "marginals": the
+diagonal covariance that independent per-target predictions imply. Correlation error
+`||R − R_GP||_F / ||R_GP − I||_F` (R the correlation matrices; the share of the posterior's
+correlation structure that is missed: marginals score 1 by construction); covariance error
+`||C − C_GP||_F / ||C_GP||_F` (scale included). The oracle's own rollout row is the Monte Carlo
+floor. Lower is better; mean ± s.e. over tasks.
 
 **Command**: `{command}`, commit `{commit}` (recorded at start).
 
@@ -153,14 +177,31 @@ samples approach the oracle's posterior covariance). Models: the shipped `gp1d-t
 `covariance.png`: task 0's covariance matrices (GP posterior, each model's rollout, each
 model's marginals).
 
-**Reading**: the rollout recovers the off-diagonal structure that independent marginals
-cannot: error {summary[best]["rollout"][0]:.3f} for `{best}` against
-{summary[best]["marginals"][0]:.3f} for its marginals, with a Monte Carlo floor of {floor:.3f}
-(the exact GP's own rollout with the same number of samples).
+**Reading**: {reading} The Monte Carlo floor of the correlation error (the exact GP's own
+rollout with the same number of samples) is {floor:.3f}.
 """
     (out / "README.md").write_text(text)
     (out / "results.json").write_text(json.dumps(summary, indent=1))
     print(text)
+
+
+def read(name: str, summary: dict) -> str:
+    """One sentence, from the numbers, on whether ``name``'s rollout beats its marginals."""
+    (rc, rc_se), (c, c_se) = summary[name]["rollout_corr"], summary[name]["rollout"]
+    m = summary[name]["marginals"][0]
+    recovered = 1 - rc
+    verdict = (
+        f"recovers {recovered:.0%} of the posterior's correlation structure (correlation error "
+        f"{rc:.3f} ± {rc_se:.3f}, against 1 for independent marginals)"
+        if rc < 1 - 2 * rc_se
+        else f"does not recover the posterior's correlations (correlation error {rc:.3f} ± "
+        f"{rc_se:.3f}, independent marginals score 1)"
+    )
+    scale = "better" if c < m else "worse"
+    return (
+        f"`{name}`'s rollout {verdict}; with the scale included its covariance error is "
+        f"{c:.3f} ± {c_se:.3f}, {scale} than its marginals' {m:.3f}."
+    )
 
 
 def plot_example(example: dict, path: Path) -> None:
