@@ -219,6 +219,14 @@ TE_BUDGET_SIZES = (
     "transformers with 2 layers instead of 5 (D_z = 32 and 8 heads of 16 as published), "
     "CNP/RCNP at their published size"
 )
+# What every TE table shares: LL to two digits, the paper's mean, its optimiser and its ±.
+TE_SPEC = {
+    "metric": "ll",
+    "paper_digits": 2,
+    "paper_note": "the paper's mean",
+    "paper_optim": TE_PAPER_OPTIM,
+    "paper_seeds": TE_PAPER_SEEDS,
+}
 TABLES: dict[str, TableSpec] = {
     "kr1": TableSpec(
         name="kr1",
@@ -334,15 +342,11 @@ TABLES: dict[str, TableSpec] = {
             },
         ),
         config="te2-{column}",
-        metric="ll",
+        **TE_SPEC,
         column_kind="dataset",
-        paper_digits=2,
         paper_batch=16,
-        paper_note="the paper's mean",
         paper_train="500 epochs × 1,000 = 500,000 of 16, 8 for TE-PT-TNP and RCNP",
-        paper_optim=TE_PAPER_OPTIM,
         paper_test="the whole test set, 10,000 images",
-        paper_seeds=TE_PAPER_SEEDS,
         exact_sizes=TE_EXACT_SIZES + "; ConvCNP a plain 5-layer CNN of 64 channels (TE F.2)",
         budget_sizes=TE_BUDGET_SIZES + ", ConvCNP 3 layers of 32 channels with kernel 5 "
         "(paper: 5 of 64; sizes in the table below)",
@@ -375,15 +379,11 @@ TABLES: dict[str, TableSpec] = {
             },
         ),
         config="te3",
-        metric="ll",
+        **TE_SPEC,
         column_kind="dataset",
-        paper_digits=2,
         paper_batch=16,
-        paper_note="the paper's mean",
         paper_train="500 epochs × 10,000 = 5,000,000 of 16, 8 for TE-PT-TNP and RCNP",
-        paper_optim=TE_PAPER_OPTIM,
         paper_test="the whole test set of 102 trajectories",
-        paper_seeds=TE_PAPER_SEEDS,
         exact_sizes=TE_EXACT_SIZES + "; mt-gp fitted with Adam, 1,000 iterations, lr 0.1",
         budget_sizes=TE_BUDGET_SIZES + ", mt-gp fitted with 100 Adam iterations (paper: "
         "1,000; sizes in the table below)",
@@ -430,16 +430,12 @@ TABLES: dict[str, TableSpec] = {
             },
         ),
         config="te4",
-        metric="ll",
+        **TE_SPEC,
         column_kind="region",
-        paper_digits=2,
         paper_batch=16,
-        paper_note="the paper's mean",
         paper_train="not stated in PROTOCOLS; the exact config trains 500,000 of 16, 8 for "
         "TE-PT-TNP and RCNP",
-        paper_optim=TE_PAPER_OPTIM,
         paper_test="Oct–Dec 2019 in each region",
-        paper_seeds=TE_PAPER_SEEDS,
         exact_sizes=TE_EXACT_SIZES + "; M = 128; gp fitted with Adam, 1,000 iterations, lr 0.1",
         budget_sizes=TE_BUDGET_SIZES + ", pseudo-token models M = 16, gp fitted with 100 Adam "
         "iterations (paper: 1,000; sizes in the table below)",
