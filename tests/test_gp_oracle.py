@@ -159,3 +159,32 @@ def test_gp_oracle_predict_batch_on_sampled_data():
         ll = model.log_likelihood(batch)
     assert ll.shape == (8,)
     assert torch.isfinite(ll).all()
+
+
+@pytest.mark.parametrize("n_ctx", [0, 5])
+def test_gp_oracle_posterior_covariance_matches_matrix_formula(n_ctx):
+    """The joint covariance (used to check joint samples): off-diagonals by the explicit
+    inverse, the diagonal equal to forward's variance, the prior when there is no context."""
+    ls, var, noise_ctx, noise_tgt, jitter = 0.6, 1.2, 0.15, 0.1, 1e-6
+    model = tnpx.build_model(
+        "gp-oracle", 1, 1, kernel="rbf", lengthscale=ls, variance=var,
+        noise_ctx=noise_ctx, noise_tgt=noise_tgt, jitter=jitter,
+    ).double()  # fmt: skip
+    g = torch.Generator().manual_seed(3)
+    xc = torch.rand(n_ctx, generator=g, dtype=torch.float64) * 4 - 2
+    yc = torch.randn(n_ctx, generator=g, dtype=torch.float64)
+    xt = torch.linspace(-1.0, 1.0, 7, dtype=torch.float64)
+    cov = model.posterior_covariance(xc.view(1, -1, 1), yc.view(1, -1, 1), xt.view(1, -1, 1))[0]
+    expected = _rbf(xt, xt, ls, var)
+    if n_ctx:
+        k_cc = _rbf(xc, xc, ls, var) + (noise_ctx**2 + jitter) * torch.eye(
+            n_ctx, dtype=torch.float64
+        )
+        k_tc = _rbf(xt, xc, ls, var)
+        expected = expected - k_tc @ torch.linalg.inv(k_cc) @ k_tc.T
+    expected = expected + noise_tgt**2 * torch.eye(7, dtype=torch.float64)
+    assert cov.dtype == torch.float64 and cov.shape == (7, 7)
+    assert_close(cov, expected, atol=1e-9, rtol=1e-7)
+    with torch.no_grad():
+        marginal = model(xc.view(1, -1, 1), yc.view(1, -1, 1), xt.view(1, -1, 1)).variance
+    assert_close(cov.diagonal(), marginal[0, :, 0].double(), atol=1e-9, rtol=1e-7)

@@ -9,6 +9,7 @@
 from ._version import __version__
 from .batch import Batch
 from .checkpoint import CheckpointError, load, save
+from .compiled import compile_for_inference
 from .models import NeuralProcess, build_model, list_models
 from .predict import DataError, predict
 from .sample import sample
@@ -21,6 +22,7 @@ __all__ = [
     "NeuralProcess",
     "__version__",
     "build_model",
+    "compile_for_inference",
     "list_models",
     "list_pretrained",
     "load",

@@ -36,7 +36,9 @@ def measure(spec: dict, timeout_s: float = 600, memory_gb: float = 16.0) -> dict
     (chunk size: the forward is ``model.predict_streamed(..., chunk_size=stream)`` for a
     model that has it and whose targets do not interact; default None, the plain call),
     ``single_above_s`` (when the first call takes longer than this, it is the only timed
-    call; default None: always ``repeats`` calls).
+    call; default None: always ``repeats`` calls), ``compile`` (a ``torch.compile`` mode, or
+    true for the device's default: the plain forward through
+    :func:`tnpx.compile_for_inference`, its compiling first call never timed).
 
     One untimed warm-up call precedes the timed ones when ``repeats > 1`` and always on CUDA.
     ``memory_gb`` caps the child's address space above its size at start-up (CPU) or the
@@ -124,6 +126,16 @@ def _forward(model, xc, yc, xt, stream: int | None) -> tuple[Callable[[], object
     return (lambda: model(xc, yc, xt)), False
 
 
+def _compiled_forward(model, xc, yc, xt, mode):
+    """The plain forward through :func:`tnpx.compile_for_inference` (``mode``: a
+    ``torch.compile`` mode, or ``True`` for the device's default) and the compiled model
+    (its ``fallback_reason`` says whether compiled code ran)."""
+    from tnpx.compiled import compile_for_inference
+
+    compiled = compile_for_inference(model, mode=mode if isinstance(mode, str) else None)
+    return (lambda: compiled(xc, yc, xt)), compiled
+
+
 def _limit_memory(device) -> None:
     """Apply ``TNPX_BENCH_MEMORY_GB``: an address-space cap above the current size on CPU
     (RLIMIT_AS breaks the CUDA runtime, which reserves address space freely), a cap on the
@@ -186,10 +198,17 @@ def _run(spec: dict) -> dict:
     dtype = getattr(torch, dtype_name)
     model = _build(spec, device, dtype)
     xc, yc, xt = _inputs(spec, device, dtype)
-    call, streamed = _forward(model, xc, yc, xt, spec.get("stream"))
+    compiled = None
+    if spec.get("compile"):
+        call, compiled = _compiled_forward(model, xc, yc, xt, spec["compile"])
+        streamed = False
+    else:
+        call, streamed = _forward(model, xc, yc, xt, spec.get("stream"))
     _limit_memory(device)
     before = _rss_mb()
     with torch.no_grad():
+        if compiled is not None:  # the first call compiles: never time it
+            _time_one(call, device)
         times = _timed_calls(
             call, device, max(int(spec.get("repeats", 3)), 1), spec.get("single_above_s")
         )
@@ -205,6 +224,11 @@ def _run(spec: dict) -> dict:
         "message": "",
         "streamed": streamed,
         "timed_calls": len(times),
+        **(
+            {"compiled": compiled.fallback_reason is None, "mode": compiled.mode}
+            if compiled is not None
+            else {}
+        ),
     }
 
 

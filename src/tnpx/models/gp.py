@@ -100,6 +100,34 @@ class GPOracle(NeuralProcess):
         dtype = xt.dtype
         return Normal(mean[..., None].to(dtype), var.sqrt()[..., None].to(dtype))
 
+    def posterior_covariance(
+        self, xc: torch.Tensor, yc: torch.Tensor, xt: torch.Tensor
+    ) -> torch.Tensor:
+        """Joint posterior covariance of ``y`` at the targets under the fixed hyper-parameters,
+        ``[batch, n_tgt, n_tgt]`` in float64 (``noise_tgt²`` on the diagonal, which equals the
+        per-target variance of ``forward``). For checking joint samples against the truth.
+
+        Args:
+            xc: ``[batch, n_ctx, dim_x]``; yc: ``[batch, n_ctx, 1]``; xt: ``[batch, n_tgt, dim_x]``.
+        """
+        xc, yc, xt, _ = self._validate(xc, yc, xt, None)
+        f64 = torch.float64
+        p = {k: v.to(xc.device) for k, v in self._fixed_params(xc.shape[0]).items()}
+        kp = {k: p[k] for k in ("lengthscale", "period", "variance")}
+        xc64, xt64 = xc.to(f64), xt.to(f64)
+        cov = kernel_matrix_mixed(p["kernel"], xt64, xt64, **kp)
+        if xc.shape[1]:
+            k_cc = kernel_matrix_mixed(p["kernel"], xc64, xc64, **kp)
+            noise = self.hyper.noise_ctx**2 + self.hyper.jitter
+            k_cc = k_cc + noise * torch.eye(xc.shape[1], dtype=f64, device=xc.device)
+            k_tc = kernel_matrix_mixed(p["kernel"], xt64, xc64, **kp)
+            v = torch.linalg.solve_triangular(
+                torch.linalg.cholesky(k_cc), k_tc.transpose(1, 2), upper=False
+            )
+            cov = cov - v.transpose(1, 2) @ v
+        eye = torch.eye(xt.shape[1], dtype=f64, device=xt.device)
+        return cov + self.hyper.noise_tgt**2 * eye
+
     def predict_batch(self, batch: Batch):
         needed = ("kernel", "lengthscale", "period", "variance", "noise_ctx", "noise_tgt")
         if not all(k in batch.info for k in needed):

@@ -1,0 +1,1 @@
+"""The papers' model × column tables (used by benchmarks/kr_tables.py)."""

@@ -1,0 +1,417 @@
+"""A table's results files from its cached cells: README.md (the sections of
+shared/RESULTS.md), results.json and the plot of our numbers against the paper's."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import asdict
+from pathlib import Path
+
+from paper_tables.cells import Cell, load_cells, missing_cells
+from paper_tables.ordering import ordering, ordering_sentence
+from paper_tables.specs import LATENT, METRICS, ORACLE, TableSpec, is_trained
+from tnpx.config import load_config
+from tnpx.report import hardware
+
+
+def model_label(model: str, registered: str | None = None) -> str:
+    """The row's label, with † for a latent-variable model (``registered``: its model name,
+    default the label)."""
+    return f"{model} †" if (registered or model) in LATENT else model
+
+
+def row_label(spec: TableSpec, label: str) -> str:
+    return model_label(label, spec.rows[label].model)
+
+
+def value_text(spec: TableSpec, cell: Cell | None, paper: float | None) -> str:
+    ours = "—" if cell is None else f"{cell.value(spec.metric):.3f} ± {cell.nll_se:.3f}"
+    return ours if paper is None else f"{ours} ({paper:.{spec.paper_digits}f})"
+
+
+def nll_text(cell: Cell | None, paper: float | None) -> str:
+    ours = "—" if cell is None else f"{cell.nll:.3f} ± {cell.nll_se:.3f}"
+    return ours if paper is None else f"{ours} ({paper:.3f})"
+
+
+def value_table(spec: TableSpec, cells: dict) -> str:
+    """Rows × columns: our number ± s.e. with the paper's number in brackets."""
+    head = "| model | " + " | ".join(spec.columns[k] for k in spec.kernels) + " |"
+    rows = [head, "| --- |" + " --- |" * len(spec.kernels)]
+    for label in spec.models:
+        texts = [
+            value_text(spec, cells.get((k, label)), spec.paper_value(label, k))
+            for k in spec.kernels
+        ]
+        rows.append(f"| {row_label(spec, label)} | " + " | ".join(texts) + " |")
+    return "\n".join(rows)
+
+
+nll_table = value_table
+
+
+def gap_table(spec: TableSpec, cells: dict) -> str:
+    """Rows × columns: NLL − oracle NLL on the same tasks, paired s.e."""
+    head = "| model | " + " | ".join(spec.columns[k] for k in spec.kernels) + " |"
+    rows = [head, "| --- |" + " --- |" * len(spec.kernels)]
+    for label in spec.models:
+        if spec.rows[label].model == ORACLE:
+            continue
+        texts = []
+        for kernel in spec.kernels:
+            m = cells[kernel, label].metrics if (kernel, label) in cells else None
+            ok = m is not None and m.gap is not None
+            texts.append(f"{m.gap:.3f} ± {m.gap_se:.3f}" if ok else "—")
+        rows.append(f"| {row_label(spec, label)} | " + " | ".join(texts) + " |")
+    return "\n".join(rows)
+
+
+def sizes_table(spec: TableSpec, cells: dict) -> str:
+    """Per row: the options it was trained with and its parameter count (from its cells)."""
+    rows = ["| model | model options as trained | parameters |", "| --- | --- | ---: |"]
+    for label in spec.models:
+        ran = [c for (_, m), c in cells.items() if m == label]
+        if not ran or spec.rows[label].model == ORACLE:
+            rows.append(f"| {label} | {'not run' if not ran else '— (not trained)'} | — |")
+            continue
+        options = sorted({json.dumps(c.model_options, sort_keys=True) for c in ran})
+        params = sorted({c.parameters for c in ran})
+        untrained = "" if spec.rows[label].trained else " (not trained)"
+        rows.append(
+            f"| {label} | {'; '.join(f'`{o}`' for o in options)}{untrained} | "
+            + ", ".join(f"{p:,}" for p in params)
+            + " |"
+        )
+    return "\n".join(rows)
+
+
+def steps_text(cell: Cell) -> str:
+    if not is_trained(cell.registered):
+        return "— (not trained)"
+    return f"{cell.steps:,} × {cell.batch_size}"
+
+
+def seconds_text(seconds: float | None) -> str:
+    return "—" if seconds is None or math.isnan(seconds) else f"{seconds:.0f} s"
+
+
+def cells_table(spec: TableSpec, cells: dict) -> str:
+    """One row per finished cell: protocol, steps, test tasks, size, wall time, commit."""
+    rows = [
+        f"| {spec.column_kind} | model | protocol | steps × batch | test tasks | parameters "
+        "| train | eval | train + eval | commit |",
+        "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | --- |",
+    ]
+    for (kernel, model), c in sorted(cells.items(), key=lambda kv: _order(spec, kv[0])):
+        rows.append(
+            f"| {spec.columns[kernel]} | {model} | {c.protocol} | {steps_text(c)} "
+            f"| {c.test_tasks:,} | {c.parameters:,} | {seconds_text(c.train_seconds)} "
+            f"| {seconds_text(c.eval_seconds)} | {seconds_text(c.wall_seconds)} | {c.commit} |"
+        )
+    return "\n".join(rows)
+
+
+def _order(spec: TableSpec, key: tuple[str, str]) -> tuple[int, int]:
+    return spec.kernels.index(key[0]), spec.models.index(key[1])
+
+
+def estimator_notes(spec: TableSpec, cells: dict) -> str:
+    """† lines: which LL estimator scored each latent model (from its cells)."""
+    lines = []
+    for label in spec.models:
+        if spec.rows[label].model not in LATENT:
+            continue
+        used = sorted({c.ll_estimator for (_, m), c in cells.items() if m == label})
+        lines.append(f"- † {label}: {'; '.join(used) if used else 'not run yet'}")
+    return "\n".join(lines)
+
+
+def distinct(values) -> str:
+    return ", ".join(str(v) for v in sorted(set(values))) or "—"
+
+
+def protocol_text(spec: TableSpec, cells: dict, exact: bool) -> str:
+    trained = [c for c in cells.values() if is_trained(c.registered)]
+    steps = distinct(f"{c.steps:,}" for c in trained)
+    batch = distinct(c.batch_size for c in trained)
+    tasks = distinct(f"{c.test_tasks:,}" for c in cells.values())
+    cfg = load_config(spec.config_path(spec.kernels[0], exact))
+    if exact:
+        return (
+            f"exact protocol ({steps} steps of batch {batch}, {tasks} test tasks, "
+            f"{spec.exact_sizes}); one training seed ({spec.paper_seeds})"
+        )
+    data = f"; data: {spec.budget_data}" if spec.budget_data else ""
+    return (
+        f"budget: {steps} steps of batch {batch} (paper: {spec.paper_train}); "
+        f"{cfg.optim.name} lr {cfg.optim.lr} with {cfg.schedule.warmup_steps} warm-up steps and "
+        f"{cfg.schedule.name} decay (paper: {spec.paper_optim}); one training "
+        f"seed ({spec.paper_seeds}); {tasks} test tasks "
+        f"(paper: {spec.paper_test}); {spec.budget_sizes}{data}"
+    )
+
+
+def other_provenance(cells: dict, commit: str) -> str:
+    """A note when cached cells came from other commits or machines than this run."""
+    commits = {c.commit for c in cells.values()} - {commit}
+    machines = {c.hardware for c in cells.values()} - {hardware()}
+    notes = []
+    if commits:
+        notes.append(f"some cells were computed at other commits ({', '.join(sorted(commits))})")
+    if machines:
+        notes.append(f"some on other hardware ({'; '.join(sorted(machines))})")
+    return (" " + "; ".join(notes).capitalize() + ".") if notes else ""
+
+
+def missing_text(spec: TableSpec, cells: dict, skipped: Mapping | None = None) -> str:
+    """The cells not run yet, by row, and why where this run skipped them."""
+    missing = missing_cells(spec, cells)
+    if not missing:
+        return "All cells are run."
+    by_model = {m: [k for k, mm in missing if mm == m] for m in spec.models}
+    by_model = {m: ks for m, ks in by_model.items() if ks}
+    everywhere = len(spec.kernels) > 1
+
+    def where(ks: list[str]) -> str:
+        if everywhere and len(ks) == len(spec.kernels):
+            return f"all {spec.column_kind}s"
+        return ", ".join(spec.columns[k] for k in ks)
+
+    listed = "; ".join(f"{m} ({where(ks)})" for m, ks in by_model.items())
+    text = (
+        f"**Not run yet** ({len(missing)} of {len(spec.kernels) * len(spec.models)} cells, "
+        f"shown as —): {listed}. Run the command again to fill them in."
+    )
+    reasons = sorted({why for (k, m), why in (skipped or {}).items() if (k, m) in missing})
+    if reasons:
+        text += " Skipped for missing data: " + "; ".join(reasons) + "."
+    return text
+
+
+def metric_text(spec: TableSpec) -> str:
+    return METRICS[spec.metric]
+
+
+def plot_name(spec: TableSpec) -> str:
+    return f"{spec.metric}_vs_paper.png"
+
+
+def report(spec: TableSpec, cells: dict, run: dict) -> str:
+    """The table's README.md (the sections of shared/RESULTS.md, in its order)."""
+    sentences = "\n\n".join(ordering_sentence(spec, k, cells) for k in spec.kernels)
+    provenance = other_provenance(cells, run["commit"])
+    metric = spec.metric_name
+    plot = f"\n![our {metric} against the paper's]({plot_name(spec)})\n" if run.get("plot") else ""
+    skipped = {tuple(s["cell"]): s["why"] for s in run.get("skipped", [])}
+    rows = {r.model for r in spec.rows.values()}
+    blocks, notes = [], []
+    if rows & set(LATENT):
+        blocks.append(
+            "† Latent-variable models predict a mixture over K samples, so their LL is an "
+            f"estimate:\n{estimator_notes(spec, cells)}"
+        )
+        notes.append(
+            "The TNP-KR code scores NP/ANP with a single latent sample and BNP/BANP with the "
+            "per-target marginal over 4 bootstraps (the `kr-code` presets), so † rows are not "
+            "the same estimator as the paper's."
+        )
+    if ORACLE in rows:
+        notes.append(
+            "The gp-oracle row is the exact GP posterior under each task's generating "
+            "hyper-parameters (not trained; no paper number)."
+        )
+    fitted = [label for label, r in spec.rows.items() if r.model != ORACLE and not r.trained]
+    if fitted:
+        notes.append(
+            f"The {', '.join(fitted)} row is a GP fitted to each test task's context by "
+            "maximising its marginal likelihood (not trained)."
+        )
+    if notes:
+        blocks.append(" ".join(notes))
+    gap = (
+        f"\n## Gap to the GP oracle (NLL − oracle NLL on the same tasks, paired s.e.)\n\n"
+        f"{gap_table(spec, cells)}\n"
+        if spec.gp_data
+        else ""
+    )
+    return f"""# {spec.title}
+
+**What**: PROTOCOLS {spec.title.split(":")[0]}: {spec.what}. Metric: {metric_text(spec)},
+mean ± standard error over the test tasks; the paper's number ({spec.paper_note}) in brackets.
+Every model of a column is scored on the same test tasks.
+
+**Command**: `{run["command"]}`, commit `{run["commit"]}` (recorded at start).{provenance}
+
+**Protocol or budget**: {protocol_text(spec, cells, run["exact"])}.
+
+**Hardware and time**: {run["hardware"]}; wall time per cell (train + eval) in the last table.
+
+{value_table(spec, cells)}
+
+{missing_text(spec, cells, skipped)}
+
+{(chr(10) * 2).join(blocks)}
+
+## Reading
+
+{sentences}
+
+(* = the swap exceeds 2 standard errors of the difference.) {caveat(spec, cells, run["exact"])}
+{plot}{gap}{transfer_section(spec, cells)}
+## Model sizes
+
+Budget sizes are set in `benchmarks/paper_tables/specs.py`: each row's `budget` options in `TABLES`
+(the TNP-KR rows take theirs from `BUDGET_SIZES`, each model near 120–140k parameters, keeping
+its architecture's depth where the paper fixes it and shrinking its width).
+
+{sizes_table(spec, cells)}
+
+## Cells
+
+{cells_table(spec, cells)}
+"""
+
+
+def transfer_table(spec: TableSpec, cells: dict) -> str:
+    """For tables whose columns share one training run (TE-4): each held-out column's value
+    minus the first (training) column's, per row, with the paper's difference beside it. The
+    columns' test tasks differ, so the s.e. combines the two independently."""
+    home, *away = spec.kernels
+    label = spec.columns
+    lines = [
+        f"| model | {' | '.join(f'{label[k]} − {label[home]}' for k in away)} |",
+        f"| --- |{' --- |' * len(away)}",
+    ]
+    for row in spec.models:
+        texts = []
+        for k in away:
+            a, b = cells.get((k, row)), cells.get((home, row))
+            pa, pb = spec.paper_value(row, k), spec.paper_value(row, home)
+            paper = "" if pa is None or pb is None else f" ({pa - pb:+.2f})"
+            if a is None or b is None:
+                texts.append(f"—{paper}")
+                continue
+            diff = a.value(spec.metric) - b.value(spec.metric)
+            se = math.hypot(a.nll_se, b.nll_se)
+            texts.append(f"{diff:+.3f} ± {se:.3f}{paper}")
+        lines.append(f"| {row_label(spec, row)} | {' | '.join(texts)} |")
+    return "\n".join(lines)
+
+
+def transfer_section(spec: TableSpec, cells: dict) -> str:
+    if not spec.shared_training or len(spec.kernels) < 2:
+        return ""
+    home = spec.columns[spec.kernels[0]]
+    return (
+        f"\n## Generalisation to held-out {spec.column_kind}s\n\n"
+        f"Each model is trained once, on {home}. Change in {spec.metric_name} from {home} to "
+        f"each held-out {spec.column_kind} (a model that generalises loses little; the paper's "
+        f"change in brackets):\n\n{transfer_table(spec, cells)}\n"
+    )
+
+
+def caveat(spec: TableSpec, cells: dict, exact: bool) -> str:
+    """What the ordering can and cannot say under this protocol."""
+    if exact:
+        return "Exact-protocol cells: the paper's ordering is the claim under test."
+    steps = distinct(f"{c.steps:,}" for c in cells.values() if is_trained(c.registered))
+    data = (
+        " The budget's data are not the paper's either, so its numbers are not comparable with "
+        "the paper's; only the ordering is."
+        if spec.budget_data
+        else ""
+    )
+    return (
+        f"At this budget ({steps} steps) no model is near convergence, so the ordering says "
+        "how far each model gets in a short run, not where it would end; swaps here do not "
+        "contradict the paper unless they persist under the exact protocol." + data
+    )
+
+
+def results_json(spec: TableSpec, cells: dict, run: dict) -> str:
+    orderings = {}
+    for kernel in spec.kernels:
+        o = ordering(spec, kernel, cells)
+        rho = None if math.isnan(o["spearman"]) else o["spearman"]
+        orderings[kernel] = {**o, "spearman": rho, "swaps": [asdict(s) for s in o["swaps"]]}
+    skipped = {tuple(s["cell"]): s["why"] for s in run.get("skipped", [])}
+    missing = []
+    for k, m in missing_cells(spec, cells):
+        entry = {spec.column_kind: k, "model": m}
+        if (k, m) in skipped:
+            entry["why"] = skipped[k, m]
+        missing.append(entry)
+    return json.dumps(
+        {
+            "table": spec.name,
+            **{k: v for k, v in run.items() if k not in ("plot", "skipped")},
+            "metric": spec.metric,
+            "metric_text": metric_text(spec),
+            f"paper_{spec.metric}": spec.paper,
+            "rows": {label: asdict(row) for label, row in spec.rows.items()},
+            "budget_sizes": None
+            if run["exact"]
+            else {label: dict(row.budget) for label, row in spec.rows.items()},
+            "cells": [asdict(c) for c in cells.values()],
+            "missing": missing,
+            "ordering": orderings,
+        },
+        indent=2,
+    )
+
+
+def plot(spec: TableSpec, cells: dict, path: Path) -> bool:
+    """Our number against the paper's, one colour per column; False when nothing to plot."""
+    points = [
+        (k, m, spec.paper[m][k], c)
+        for (k, m), c in cells.items()
+        if spec.paper_value(m, k) is not None
+    ]
+    if not points:
+        return False
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    metric = spec.metric
+    fig, ax = plt.subplots(figsize=(5.5, 4.5))
+    for kernel in spec.kernels:
+        mine = [p for p in points if p[0] == kernel]
+        if not mine:
+            continue
+        ax.errorbar(
+            [p[2] for p in mine],
+            [p[3].value(metric) for p in mine],
+            [p[3].nll_se for p in mine],
+            fmt="o",
+            capsize=2,
+            label=spec.columns[kernel],
+        )
+        for _, model, x, c in mine:
+            ax.annotate(
+                model, (x, c.value(metric)), fontsize=6, xytext=(3, 2), textcoords="offset points"
+            )
+    lo = min(min(p[2], p[3].value(metric)) for p in points)
+    hi = max(max(p[2], p[3].value(metric)) for p in points)
+    ax.plot([lo, hi], [lo, hi], "k:", lw=1, label="ours = paper")
+    better = "lower" if metric == "nll" else "higher"
+    ax.set_xlabel(f"paper {spec.metric_name} ({better} is better)")
+    ax.set_ylabel(f"our {spec.metric_name} ± s.e.")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return True
+
+
+def write_outputs(spec: TableSpec, out: Path, run: dict) -> None:
+    """README.md, results.json and the plot of the table, from every cached cell."""
+    cells = load_cells(out, spec)
+    folder = out / spec.name
+    folder.mkdir(parents=True, exist_ok=True)
+    run = {**run, "plot": plot(spec, cells, folder / plot_name(spec))}
+    (folder / "results.json").write_text(results_json(spec, cells, run))
+    (folder / "README.md").write_text(report(spec, cells, run))
