@@ -186,7 +186,7 @@ def _print_scaling(record: dict) -> None:
 
 def _plot_prediction(args, result) -> None:
     from .plot import plot_prediction
-    from .predict import read_table
+    from .tables import read_table
 
     x_col = result.columns[0]
     y_cols = [c.removesuffix("_mean") for c in result.columns[1::4]]  # x, then 4 per output

@@ -35,7 +35,6 @@ and ``domain`` set them by hand. The maps used are recorded in ``result.attrs["t
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from statistics import NormalDist
@@ -44,6 +43,16 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
+from .tables import (  # noqa: F401 (DataError, read_table: part of this module's API)
+    DataError,
+    Table,
+    choose_columns,
+    column_names,
+    numeric_rows,
+    read_table,
+    warn_user,
+)
+
 if TYPE_CHECKING:  # pandas is imported where it is used, so `import tnpx` stays light
     import pandas as pd
 
@@ -51,269 +60,7 @@ if TYPE_CHECKING:  # pandas is imported where it is used, so `import tnpx` stays
     from .models import NeuralProcess
 
 DEFAULT_DOMAIN = (-2.0, 2.0)
-NETCDF_SUFFIXES = {".nc", ".nc4", ".cdf", ".netcdf"}
 REL_STD_FLOOR = 1e-10  # a context std at or below this fraction of |mean| counts as zero
-
-
-class DataError(ValueError):
-    """User data that cannot be used: the message names the file (or frame), row and column."""
-
-
-# -- reading tables ----------------------------------------------------------------------------
-@dataclass
-class Table:
-    """A table of user data and the name its messages use (a path, or "context DataFrame")."""
-
-    frame: pd.DataFrame
-    name: str
-    from_file: bool
-
-    def where(self, position: int) -> str:
-        """Where row ``position`` (0-based) is, in words a user can find it by."""
-        if self.from_file:
-            return f"data row {position + 1}"
-        label = self.frame.index[position]
-        label = label.item() if isinstance(label, np.generic) else label
-        at = "" if label == position else f" (position {position})"
-        return f"row {_show(label)}{at}"
-
-
-def read_table(source, role: str) -> Table:
-    """``source`` (a DataFrame, or the path of a CSV file or, with xarray, a NetCDF file) as a
-    :class:`Table`; ``role`` ("context" or "targets") names a DataFrame in messages.
-
-    Raises:
-        DataError: the file is missing, unreadable, empty, not CSV, or has no header row.
-    """
-    import pandas as pd
-
-    if isinstance(source, pd.DataFrame):
-        name = f"{role} DataFrame"
-        duplicated = source.columns[source.columns.duplicated()]
-        if len(duplicated):
-            raise DataError(f"{name}: column(s) {_names(duplicated)} appear more than once")
-        return Table(source, name, from_file=False)
-    if not isinstance(source, (str, Path)):
-        raise TypeError(f"{role}: expected a pandas DataFrame or a file path, got {type(source)}")
-    path = Path(source)
-    if not path.is_file():
-        what = "is a folder, not a file" if path.is_dir() else "no such file"
-        raise DataError(f"{path}: {what}")
-    reader = _read_netcdf if path.suffix.lower() in NETCDF_SUFFIXES else _read_csv
-    frame = reader(path)
-    _check_header(frame, str(path))
-    return Table(frame, str(path), from_file=True)
-
-
-def _read_csv(path: Path) -> pd.DataFrame:
-    import pandas as pd
-
-    try:
-        with warnings.catch_warnings():  # data lost to a ragged row is an error, not a warning
-            warnings.simplefilter("error", pd.errors.ParserWarning)
-            # index_col=False: a first row with an extra value is not taken for an index
-            return pd.read_csv(path, skipinitialspace=True, index_col=False)
-    except (pd.errors.ParserWarning, pd.errors.ParserError) as err:
-        row = _ragged_row(path)
-        if row is not None:
-            raise DataError(
-                f"{path}, {row}: more values than the header has column names"
-            ) from None
-        raise DataError(f"{path}: not a readable CSV file ({_first_line(err)})") from None
-    except pd.errors.EmptyDataError:
-        raise DataError(
-            f"{path}: the file is empty; expected a header row of column names, then one row "
-            "per point"
-        ) from None
-    except (OSError, UnicodeDecodeError, ValueError) as err:
-        raise DataError(f"{path}: cannot read the file ({_first_line(err)})") from None
-
-
-def _ragged_row(path: Path) -> str | None:
-    """Where the first row with more fields than the header is, if one has (read only on a
-    parse error)."""
-    import csv
-
-    try:
-        with path.open(newline="") as f:
-            rows = csv.reader(f, skipinitialspace=True)
-            n_cols = len(next(rows))
-            for i, row in enumerate(r for r in rows if r):  # pandas skips blank lines too
-                if len(row) > n_cols:
-                    return f"data row {i + 1} (line {rows.line_num})"
-    except (OSError, UnicodeDecodeError, StopIteration, csv.Error):
-        pass
-    return None
-
-
-def _read_netcdf(path: Path) -> pd.DataFrame:
-    """A NetCDF file's variables as columns, one row per grid point (coordinates included)."""
-    try:
-        import xarray
-    except ImportError:
-        raise DataError(
-            f"{path}: reading NetCDF files needs xarray; pip install 'tnpx[xarray]' "
-            "(or save the table as CSV)"
-        ) from None
-    try:
-        with xarray.open_dataset(path) as data:
-            return data.to_dataframe().reset_index()
-    except Exception as err:  # any backend failure: report it against the file
-        raise DataError(f"{path}: cannot read the NetCDF file ({_first_line(err)})") from None
-
-
-def _first_line(err: BaseException) -> str:
-    text = str(err).strip()
-    return text.splitlines()[0] if text else type(err).__name__
-
-
-def _check_header(frame: pd.DataFrame, name: str) -> None:
-    """Column names are required: a nameless column or a first row of numbers is an error."""
-    names = [str(c) for c in frame.columns]
-    for i, col in enumerate(names):
-        if col.startswith("Unnamed: "):
-            raise DataError(f"{name}: column {i + 1} has no name; every column needs a header")
-    if names and all(_is_number(c) for c in names):
-        raise DataError(
-            f"{name}: the first line ({', '.join(names)}) is numbers, not column names; "
-            "add a header row naming the columns"
-        )
-
-
-def _is_number(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
-
-
-# -- choosing and checking columns -------------------------------------------------------------
-def choose_columns(
-    context: Table, targets: Table, x_cols, y_cols, dim_x: int, dim_y: int
-) -> tuple[list, list]:
-    """The input and output columns: by default every column of the targets is an input and
-    every other column of the context an output. Checked against the model's sizes.
-
-    Raises:
-        DataError: a named column is missing, or the counts do not match ``dim_x``/``dim_y``.
-    """
-    x_cols, y_cols = _as_list(x_cols), _as_list(y_cols)
-    if x_cols is None:
-        x_cols = [c for c in targets.frame.columns if c not in (y_cols or [])]
-    _require(targets, x_cols)
-    if y_cols is None:
-        y_cols = [c for c in context.frame.columns if c not in x_cols]
-    _require(context, [*x_cols, *y_cols])
-    both = [c for c in x_cols if c in y_cols]
-    if both:
-        raise DataError(f"column(s) {both} are named as both inputs and outputs")
-    if len(x_cols) != dim_x:
-        raise DataError(
-            f"{targets.name}: the model takes {dim_x} input column(s) but {len(x_cols)} "
-            f"were found: {_names(x_cols)}; name the inputs with x_cols (--x-cols)"
-        )
-    if len(y_cols) != dim_y:
-        raise DataError(
-            f"{context.name}: the model predicts {dim_y} output column(s) but the context has "
-            f"{len(y_cols)} besides the inputs {_names(x_cols)}: {_names(y_cols)}; name the "
-            "outputs with y_cols (--y-cols)"
-        )
-    return x_cols, y_cols
-
-
-def _as_list(cols) -> list | None:
-    if cols is None:
-        return None
-    return [cols] if isinstance(cols, str) else list(cols)
-
-
-def _names(cols) -> str:
-    return ", ".join(repr(c) for c in cols) if len(cols) else "none"
-
-
-def _require(table: Table, cols: list) -> None:
-    for col in cols:
-        if col not in table.frame.columns:
-            raise DataError(
-                f"{table.name}: no column {col!r}; its columns are {_names(table.frame.columns)}"
-            )
-
-
-def numeric_rows(table: Table, cols: list, drop_missing: bool = False) -> pd.DataFrame:
-    """The columns ``cols`` of ``table`` as float64, every value checked.
-
-    Raises:
-        DataError: a value that is not a number, infinite, or missing (an empty cell or NaN);
-            with ``drop_missing`` rows with a missing value are dropped instead, with a warning.
-    """
-    import pandas as pd
-
-    values = pd.DataFrame({c: _numeric_column(table, c) for c in cols}, index=table.frame.index)
-    values.columns = list(cols)  # as given, whatever their type
-    for col in cols:
-        infinite = np.isinf(values[col].to_numpy())
-        if infinite.any():
-            pos = int(infinite.argmax())
-            raise DataError(
-                f"{table.name}, {table.where(pos)}, column {col!r}: "
-                f"{_show(table.frame[col].iloc[pos])} is not a finite number"
-            )
-    missing = values.isna().to_numpy()
-    if not missing.any():
-        return values
-    rows = missing.any(axis=1)
-    if drop_missing:
-        _warn(
-            f"{table.name}: dropped {int(rows.sum())} of {len(rows)} rows with a missing value "
-            f"({_row_list(table, np.flatnonzero(rows))})"
-        )
-        return values[~rows]
-    pos, col_index = np.argwhere(missing)[0]
-    more = int(rows.sum()) - 1
-    raise DataError(
-        f"{table.name}, {table.where(int(pos))}, column {cols[col_index]!r}: missing value "
-        f"(empty cell or NaN){f'; {more} more row(s) have missing values' if more else ''}; "
-        "fill them in, or drop such rows with drop_missing=True (--drop-missing)"
-    )
-
-
-def _numeric_column(table: Table, col) -> np.ndarray:
-    """One column as float64 (missing values NaN); a value that is not a number is an error."""
-    import pandas as pd
-    from pandas.api.types import is_bool_dtype, is_numeric_dtype
-
-    column = table.frame[col]
-    if is_numeric_dtype(column) and not is_bool_dtype(column):
-        return column.to_numpy(dtype=np.float64, na_value=np.nan)
-    if is_bool_dtype(column):
-        bad = column.notna().to_numpy()
-        values = np.zeros(len(column))
-    else:
-        parsed = pd.to_numeric(column.astype(object), errors="coerce")
-        values = parsed.to_numpy(dtype=np.float64, na_value=np.nan)
-        bad = np.isnan(values) & column.notna().to_numpy()
-    if bad.any():
-        pos = int(bad.argmax())
-        raise DataError(
-            f"{table.name}, {table.where(pos)}, column {col!r}: "
-            f"{_show(column.iloc[pos])} is not a number"
-        )
-    return values
-
-
-def _show(value) -> str:
-    """A cell's value as the user wrote it: strings quoted, numbers plain."""
-    return repr(value) if isinstance(value, str) else str(value)
-
-
-def _row_list(table: Table, positions: np.ndarray, shown: int = 5) -> str:
-    rows = ", ".join(table.where(int(p)) for p in positions[:shown])
-    return rows + (f" and {len(positions) - shown} more" if len(positions) > shown else "")
-
-
-def _warn(message: str) -> None:
-    warnings.warn(message, UserWarning, stacklevel=3)
 
 
 # -- the model and its training domain ---------------------------------------------------------
@@ -415,8 +162,8 @@ def reference_ranges(xc: np.ndarray, xt: np.ndarray, x_cols: list) -> np.ndarray
         ranges[wide] = from_context[wide]
         narrow = [c for c, w in zip(x_cols, wide) if not w]
         if narrow:
-            _warn(
-                f"the context has one distinct value in input column(s) {_names(narrow)}: "
+            warn_user(
+                f"the context has one distinct value in input column(s) {column_names(narrow)}: "
                 "scaling them by the range of context and targets together"
             )
     return ranges
@@ -462,9 +209,9 @@ def fit_output_map(yc: np.ndarray, y_cols: list, output_scale=None) -> Affine:
     mean, std = yc.mean(0), yc.std(0)
     flat = std <= REL_STD_FLOOR * np.abs(mean)
     if flat.any():
-        _warn(
-            f"output column(s) {_names([c for c, f in zip(y_cols, flat) if f])} have no spread "
-            f"in the context ({len(yc)} point(s)): standardising them with scale 1 (their "
+        warn_user(
+            f"output column(s) {column_names([c for c, f in zip(y_cols, flat) if f])} have no "
+            f"spread in the context ({len(yc)} point(s)): standardising them with scale 1 (their "
             "units); pass output_scale=(mean, std) to choose"
         )
     return Affine(mean, np.where(flat, 1.0, std))
@@ -509,9 +256,9 @@ def warn_far_targets(xc: np.ndarray, xt: np.ndarray, x_cols: list) -> None:
     if n_far:
         cols = [c for c, f in zip(x_cols, far.any(0)) if f]
         spans = ", ".join(f"{c!r} [{lo[i]:.4g}, {hi[i]:.4g}]" for i, c in enumerate(x_cols))
-        _warn(
+        warn_user(
             f"{n_far} of {len(xt)} targets lie more than one context-range width outside the "
-            f"context's inputs (in {_names(cols)}; context range {spans}); neural processes "
+            f"context's inputs (in {column_names(cols)}; context range {spans}); neural processes "
             "extrapolate poorly there"
         )
 
@@ -649,10 +396,10 @@ def predict(
         note = ""
         if standardise_outputs and output_scale is None:
             note = "; outputs are in the model's units (mean 0, scale 1): pass output_scale"
-        _warn(f"{ctx.name} has no rows: the prediction is the model's prior{note}")
+        warn_user(f"{ctx.name} has no rows: the prediction is the model's prior{note}")
     warn_far_targets(xc, xt, x_cols)
     if scale_inputs and domain is None and recorded is None:
-        _warn(
+        warn_user(
             f"the model's training input domain is unknown ({why}): assuming "
             f"{list(DEFAULT_DOMAIN)}; pass domain=(low, high) (--domain) to set it"
         )

@@ -62,7 +62,7 @@ def _run(args) -> int:
 def _suggest(args) -> int:
     import torch
 
-    from ..predict import numeric_rows, read_table
+    from ..tables import numeric_rows, read_table
     from .suggestion import suggest
 
     table = read_table(args.observations, "observations")
