@@ -10,7 +10,6 @@ import pytest
 import torch
 
 import tnpx
-from tnpx.kernels import kernel_matrix
 
 
 def oracle(noise: float, lengthscale: float = 0.5):
@@ -25,17 +24,6 @@ def task(n_ctx=5, n_tgt=6, batch=2, seed=0, tgt_range=(-2.5, 2.5)):
     yc = torch.sin(2 * xc)
     xt = torch.linspace(*tgt_range, n_tgt).expand(batch, n_tgt)[..., None].contiguous()
     return xc, yc, xt
-
-
-def posterior_cov(xc, yc, xt, lengthscale, noise):
-    """Analytic posterior covariance of y at xt (one task), float64."""
-    xc, xt = xc.double(), xt.double()
-    ls = torch.tensor([lengthscale], dtype=torch.float64)
-    k = lambda a, b: kernel_matrix("rbf", a[None], b[None], lengthscale=ls)[0]  # noqa: E731
-    k_cc = k(xc, xc) + noise**2 * torch.eye(xc.shape[0], dtype=torch.float64)
-    k_tc = k(xt, xc)
-    cov = k(xt, xt) - k_tc @ torch.linalg.solve(k_cc, k_tc.T)
-    return cov + noise**2 * torch.eye(xt.shape[0], dtype=torch.float64)
 
 
 def test_shapes_and_seed_reproducibility():
@@ -67,7 +55,7 @@ def test_covariance_matches_the_gp_posterior(order):
     if order == "reversed":
         order = torch.arange(4, -1, -1)
     s = tnpx.sample(model, xc, yc, xt, n_samples=20000, order=order, seed=0)[:, 0, :, 0].double()
-    expected = posterior_cov(xc[0], yc[0], xt[0], ls, noise)
+    expected = model.posterior_covariance(xc, yc, xt)[0]  # analytic, float64
     empirical = torch.cov(s.T)
     # Monte Carlo error of a covariance entry ~ sqrt(2/20000) * var ~ 0.01 at var <= 1
     assert (empirical - expected).abs().max() < 0.05
@@ -85,7 +73,7 @@ def test_independent_draws_would_fail_the_covariance_check():
     xc, yc, xt = task(n_ctx=4, n_tgt=5, batch=1, tgt_range=(1.5, 2.5))
     pred = model(xc, yc, xt)
     independent = pred.sample((20000,))[:, 0, :, 0].double()
-    expected = posterior_cov(xc[0], yc[0], xt[0], ls, noise)
+    expected = model.posterior_covariance(xc, yc, xt)[0]  # analytic, float64
     assert (torch.cov(independent.T) - expected).abs().max() > 0.1
 
 
