@@ -142,6 +142,9 @@ def settings(cfg: ExperimentConfig) -> dict:
         values["train"].pop(key, None)
     for key in ("name", "description"):
         values.pop(key, None)
+    # Keys added after cells were computed, at their neutral default, change no number.
+    if not values["optim"].get("lr_multipliers"):
+        values["optim"].pop("lr_multipliers", None)
     return values
 
 

@@ -144,9 +144,14 @@ def protocol_text(spec: TableSpec, cells: dict, exact: bool) -> str:
             f"{spec.exact_sizes}); one training seed ({spec.paper_seeds})"
         )
     data = f"; data: {spec.budget_data}" if spec.budget_data else ""
+    faster = "".join(
+        f" ({prefix} parameters at {factor:g}× that rate)"
+        for prefix, factor in cfg.optim.lr_multipliers.items()
+    )
     return (
         f"budget: {steps} steps of batch {batch} (paper: {spec.paper_train}); "
-        f"{cfg.optim.name} lr {cfg.optim.lr} with {cfg.schedule.warmup_steps} warm-up steps and "
+        f"{cfg.optim.name} lr {cfg.optim.lr}{faster} with {cfg.schedule.warmup_steps} warm-up "
+        "steps and "
         f"{cfg.schedule.name} decay (paper: {spec.paper_optim}); one training "
         f"seed ({spec.paper_seeds}); {tasks} test tasks "
         f"(paper: {spec.paper_test}); {spec.budget_sizes}{data}"

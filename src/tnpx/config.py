@@ -32,6 +32,9 @@ class OptimConfig:
     lr: float = 5e-4
     weight_decay: float = 0.0
     betas: list[float] = field(default_factory=lambda: [0.9, 0.999])
+    # {parameter-name prefix: factor}: those parameters train at lr * factor, e.g.
+    # {likelihood: 100} lets a homoscedastic noise scale converge within a short budget
+    lr_multipliers: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 
 import torch
 
@@ -11,8 +12,42 @@ from .config import OptimConfig, ScheduleConfig
 OPTIMISERS = ("adamw", "adam", "yogi")
 
 
+def parameter_groups(
+    named_params: Iterable[tuple[str, torch.nn.Parameter]], cfg: OptimConfig
+) -> list[dict]:
+    """Optimiser parameter groups: one at ``cfg.lr``, plus one per ``cfg.lr_multipliers``
+    prefix at ``lr * factor`` (a parameter takes its longest matching prefix; a prefix
+    matches a name equal to it or starting with it and a dot). Schedules scale every group
+    alike, so the ratios hold throughout training."""
+    named_params = list(named_params)
+    multipliers = dict(cfg.lr_multipliers)
+    for prefix, factor in multipliers.items():
+        if not isinstance(factor, (int, float)) or isinstance(factor, bool) or factor <= 0:
+            raise ValueError(
+                f"optim.lr_multipliers[{prefix!r}] must be a positive number, got {factor!r}"
+            )
+    groups: dict[str | None, list[torch.nn.Parameter]] = {}
+    for name, param in named_params:
+        matches = [p for p in multipliers if name == p or name.startswith(p + ".")]
+        groups.setdefault(max(matches, key=len) if matches else None, []).append(param)
+    unused = [
+        p for p in multipliers if not any(n == p or n.startswith(p + ".") for n, _ in named_params)
+    ]
+    if unused:
+        names = ", ".join(n for n, _ in named_params[:8])
+        raise ValueError(
+            f"optim.lr_multipliers prefixes {unused} match no trainable parameter; "
+            f"parameter names look like: {names}, ..."
+        )
+    return [
+        {"params": params, "lr": cfg.lr * (multipliers[prefix] if prefix else 1.0)}
+        for prefix, params in groups.items()
+    ]
+
+
 def build_optimizer(params, cfg: OptimConfig) -> torch.optim.Optimizer:
-    """AdamW / Adam from torch; Yogi (TNP-KR) from the maintained ``pytorch-optimizer``."""
+    """AdamW / Adam from torch; Yogi (TNP-KR) from the maintained ``pytorch-optimizer``.
+    ``params``: parameters, or the groups of :func:`parameter_groups`."""
     name = cfg.name.lower()
     kw = {"lr": cfg.lr, "betas": tuple(cfg.betas), "weight_decay": cfg.weight_decay}
     if name == "adamw":

@@ -25,7 +25,7 @@ from .checkpoint import atomic_save, model_record, read_checkpoint, save
 from .config import ExperimentConfig, config_from_yaml, config_to_yaml
 from .data import TaskSampler, batch_at, build_sampler
 from .models import NeuralProcess, build_model
-from .optim import build_optimizer, build_schedule
+from .optim import build_optimizer, build_schedule, parameter_groups
 
 
 class TrainingDiverged(RuntimeError):
@@ -212,10 +212,11 @@ def _fit(
         cfg.model.get("dim_y", 1),
         **cfg.model_options(),
     ).to(device)
-    params = [p for p in model.parameters() if p.requires_grad]
-    if not params:
+    named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+    if not named:
         raise ValueError(f"model {cfg.model['name']!r} has no trainable parameters")
-    optimizer = build_optimizer(params, cfg.optim)
+    params = [p for _, p in named]
+    optimizer = build_optimizer(parameter_groups(named, cfg.optim), cfg.optim)
     schedule = build_schedule(optimizer, cfg.schedule, cfg.train.steps)
     start, seconds_before = 0, 0.0
     if resume and ckpt_path.exists():

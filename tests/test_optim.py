@@ -1,0 +1,73 @@
+"""Per-prefix learning-rate multipliers (``optim.lr_multipliers``)."""
+
+from __future__ import annotations
+
+import pytest
+import torch.nn.functional as F
+
+from tiny import tiny_overrides, write_tiny
+from tnpx.config import OptimConfig, load_config
+from tnpx.models import build_model
+from tnpx.optim import build_optimizer, build_schedule, parameter_groups
+from tnpx.train import fit
+
+
+def _model():
+    return build_model("cnp", 1, 1, dim_model=8, likelihood="homoscedastic")
+
+
+def test_groups_take_the_longest_matching_prefix():
+    model = _model()
+    cfg = OptimConfig(lr=1e-3, lr_multipliers={"encoder": 100, "encoder.0": 10})
+    groups = parameter_groups(model.named_parameters(), cfg)
+    by_lr = {round(g["lr"], 9): g["params"] for g in groups}
+    assert set(by_lr) == {1e-3, 1e-2, 1e-1}
+    assert by_lr[1e-2] == [model.encoder[0].weight, model.encoder[0].bias]
+    assert model.encoder[2].weight in by_lr[1e-1] and model.likelihood.raw_std in by_lr[1e-3]
+    n_params = sum(len(g["params"]) for g in groups)
+    assert n_params == len(list(model.parameters()))
+
+
+def test_prefix_must_match_whole_name_segments():
+    model = _model()
+    with pytest.raises(ValueError, match="match no trainable parameter.*likelihood"):
+        parameter_groups(model.named_parameters(), OptimConfig(lr_multipliers={"likeli": 2}))
+
+
+@pytest.mark.parametrize("factor", [0, -1.0, "fast", True])
+def test_bad_factor_fails_clearly(factor):
+    cfg = OptimConfig(lr_multipliers={"likelihood": factor})
+    with pytest.raises(ValueError, match="positive number"):
+        parameter_groups(_model().named_parameters(), cfg)
+
+
+def test_schedule_keeps_the_ratio():
+    model = _model()
+    cfg = OptimConfig(lr=1e-3, lr_multipliers={"likelihood": 50})
+    opt = build_optimizer(parameter_groups(model.named_parameters(), cfg), cfg)
+    sched = build_schedule(opt, load_config(None).schedule, total_steps=10)
+    for _ in range(4):
+        opt.step()
+        sched.step()
+        base, fast = sorted(g["lr"] for g in opt.param_groups)
+        assert fast == pytest.approx(50 * base)
+
+
+@pytest.mark.filterwarnings("ignore:model.name=cnp")
+def test_multiplier_moves_the_noise_scale_further(tmp_path):
+    """The reason the option exists: Adam moves a parameter about lr per step, so in a short
+    run a homoscedastic noise scale barely leaves its initial value unless its lr is raised."""
+    path = write_tiny(tmp_path)
+
+    def noise_after(run: str, *extra: str) -> float:
+        overrides = tiny_overrides(tmp_path, out_dir=tmp_path / run, steps=30)
+        cfg = load_config(
+            path, [*overrides, "model.name=cnp", "model.likelihood=homoscedastic", *extra]
+        )
+        model = fit(cfg).model
+        return F.softplus(model.likelihood.raw_std).item()
+
+    plain = noise_after("plain")
+    fast = noise_after("fast", "optim.lr_multipliers={likelihood: 100}")
+    assert abs(plain - 0.5) < 0.05  # the initial noise scale is 0.5
+    assert abs(fast - 0.5) > 3 * abs(plain - 0.5)
