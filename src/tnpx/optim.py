@@ -12,6 +12,11 @@ from .config import OptimConfig, ScheduleConfig
 OPTIMISERS = ("adamw", "adam", "yogi")
 
 
+def _under(name: str, prefix: str) -> bool:
+    """Whether parameter ``name`` is ``prefix`` or lies inside the module ``prefix``."""
+    return name == prefix or name.startswith(prefix + ".")
+
+
 def parameter_groups(
     named_params: Iterable[tuple[str, torch.nn.Parameter]], cfg: OptimConfig
 ) -> list[dict]:
@@ -28,11 +33,9 @@ def parameter_groups(
             )
     groups: dict[str | None, list[torch.nn.Parameter]] = {}
     for name, param in named_params:
-        matches = [p for p in multipliers if name == p or name.startswith(p + ".")]
+        matches = [p for p in multipliers if _under(name, p)]
         groups.setdefault(max(matches, key=len) if matches else None, []).append(param)
-    unused = [
-        p for p in multipliers if not any(n == p or n.startswith(p + ".") for n, _ in named_params)
-    ]
+    unused = [p for p in multipliers if not any(_under(n, p) for n, _ in named_params)]
     if unused:
         names = ", ".join(n for n, _ in named_params[:8])
         raise ValueError(
