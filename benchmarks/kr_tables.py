@@ -51,6 +51,7 @@ from paper_tables.specs import (  # noqa: F401
     DEFAULT_TABLES,
     KERNEL_LABELS,
     ORACLE,
+    REFERENCE,
     TABLES,
     Row,
     TableSpec,

@@ -7,6 +7,7 @@ table (an image column, LL) trained, reported and resumed."""
 from __future__ import annotations
 
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -384,7 +385,7 @@ def test_a_cell_whose_data_are_missing_is_skipped_with_the_command_that_makes_th
     assert not runs.exists() and not (out / "te3" / "cells").exists()
     text = (out / "te3" / "README.md").read_text()
     assert (
-        "**Not run yet** (7 of 7 cells" in text
+        "**Not run yet** (8 of 8 cells" in text
         and f"Skipped for missing data: data file {cache}" in text
     )
     results = json.loads((out / "te3" / "results.json").read_text())
@@ -489,3 +490,33 @@ def test_a_shared_training_table_trains_once_and_reports_the_transfer(tmp_path, 
     assert "## Generalisation to held-out regions" in text
     diff = cells[1].metrics.ll - cells[0].metrics.ll
     assert f"| cnp | {diff:+.3f} ± " in text and "(-6.06)" in text
+
+
+def test_the_reference_row_says_which_models_beat_it_and_is_not_ranked(tmp_path):
+    spec = kt.TABLES["te3"]
+    assert kt.REFERENCE in spec.models and spec.paper_value(kt.REFERENCE, "kolmogorov") is None
+    # LL: reference 1.0, cnp 1.5 (ahead), rcnp 1.02 (within 2 s.e. of 0.01 each), mt-gp 2.0
+    lls = {kt.REFERENCE: 1.0, "cnp": 1.5, "rcnp": 1.02, "mt-gp": 2.0}
+    write_cells(tmp_path, spec, {("kolmogorov", m): -ll for m, ll in lls.items()})
+    cells = kt.load_cells(tmp_path, spec)
+    assert kt.REFERENCE not in kt.ordering(spec, "kolmogorov", cells)["models"]
+    text = readme(tmp_path, spec)
+    # only trained rows are compared with it (mt-gp is fitted, not trained)
+    assert (
+        "Against the context-moments reference (LL 1.000), LL gained per target: ahead by more "
+        "than 2 s.e.: cnp +0.500; not: rcnp +0.020." in text
+    )
+    assert "The context-moments row is a reference, not a paper's model" in text
+    assert "The mt-gp row is a GP fitted" in text and "context-moments, mt-gp" not in text
+    (tmp_path / "te3" / "cells" / f"kolmogorov-{kt.REFERENCE}.json").unlink()
+    assert "Against the context-moments" not in readme(tmp_path, spec)
+
+
+def test_the_reference_cell_is_scored_without_training(tmp_path):
+    out, runs = tmp_path / "results", tmp_path / "runs"
+    argv = ["--tables", "kr4", "--columns", "mnist", "--models", kt.REFERENCE, "--out", str(out)]
+    kt.main([*argv, "--runs", str(runs), "--eval-batches", "2"])
+    cell = kt.load_cells(out, kt.TABLES["kr4"])["mnist", kt.REFERENCE]
+    assert cell.parameters == 0 and cell.train_seconds is None and cell.steps == 0
+    assert cell.metrics.n_tasks > 0 and math.isfinite(cell.metrics.ll)
+    assert "reference, not trained" in cell.ll_estimator and not runs.exists()

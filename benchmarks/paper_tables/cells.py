@@ -12,7 +12,7 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
-from paper_tables.specs import BUDGET_SIZES, ORACLE, Row, TableSpec, is_trained
+from paper_tables.specs import BUDGET_SIZES, ORACLE, REFERENCE, Row, TableSpec, is_trained
 from tnpx.config import ExperimentConfig, config_to_yaml, load_config
 from tnpx.evaluate import Metrics, build_test_sampler, evaluate
 from tnpx.models import build_model
@@ -200,6 +200,8 @@ def model_description(model) -> str:
         return estimator
     if model.name == ORACLE:
         return "exact GP posterior under each task's generating hyper-parameters"
+    if model.name == REFERENCE:
+        return "exact: the context outputs' moments at every target (reference, not trained)"
     if not is_trained(model.name):
         hyper = getattr(model, "hyper", None)
         fit = (

@@ -1,4 +1,5 @@
-"""Does our ordering of models match the paper's? Spearman ρ and the pairs swapped."""
+"""Does our ordering of models match the paper's? Spearman ρ and the pairs swapped; and which
+models beat the no-input reference row."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import itertools
 import math
 from dataclasses import dataclass
 
-from paper_tables.specs import TableSpec
+from paper_tables.specs import REFERENCE, TableSpec
 
 
 def ranks(values: list[float]) -> list[float]:
@@ -98,4 +99,28 @@ def ordering_sentence(spec: TableSpec, kernel: str, cells: dict) -> str:
         f"paper's over {len(o['models'])} models; {len(swaps)} of {o['pairs']} pairs the paper "
         f"orders are swapped, so {verdict}."
         + (f" Swapped (paper's better model second): {listed}." if swaps else "")
+    )
+
+
+def reference_sentence(spec: TableSpec, kernel: str, cells: dict) -> str:
+    """One sentence: which trained models beat the :data:`REFERENCE` row (the context's moments
+    at every target) by more than 2 s.e.; "" where the table has no such row or cell."""
+    ref = cells.get((kernel, REFERENCE))
+    if ref is None:
+        return ""
+    ahead, level = [], []
+    for label, row in spec.rows.items():
+        cell = cells.get((kernel, label))
+        if cell is None or label == REFERENCE or not row.trained:
+            continue
+        margin = cell.metrics.ll - ref.metrics.ll
+        text = f"{label} {margin:+.3f}"
+        (ahead if margin > 2 * math.hypot(cell.nll_se, ref.nll_se) else level).append(text)
+    if not ahead and not level:
+        return ""
+    value = f"{ref.value(spec.metric):.3f}"
+    ahead_text, level_text = ", ".join(ahead) or "none", ", ".join(level) or "none"
+    return (
+        f"Against the {REFERENCE} reference ({spec.metric_name} {value}), LL gained per target: "
+        f"ahead by more than 2 s.e.: {ahead_text}; not: {level_text}."
     )

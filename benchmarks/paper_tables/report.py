@@ -10,8 +10,8 @@ from dataclasses import asdict
 from pathlib import Path
 
 from paper_tables.cells import Cell, load_cells, missing_cells
-from paper_tables.ordering import ordering, ordering_sentence
-from paper_tables.specs import LATENT, METRICS, ORACLE, TableSpec, is_trained
+from paper_tables.ordering import ordering, ordering_sentence, reference_sentence
+from paper_tables.specs import LATENT, METRICS, ORACLE, REFERENCE, TableSpec, is_trained
 from tnpx.config import load_config
 from tnpx.report import hardware
 
@@ -205,7 +205,12 @@ def plot_name(spec: TableSpec) -> str:
 
 def report(spec: TableSpec, cells: dict, run: dict) -> str:
     """The table's README.md (the sections of shared/RESULTS.md, in its order)."""
-    sentences = "\n\n".join(ordering_sentence(spec, k, cells) for k in spec.kernels)
+    sentences = "\n\n".join(
+        " ".join(
+            filter(None, (ordering_sentence(spec, k, cells), reference_sentence(spec, k, cells)))
+        )
+        for k in spec.kernels
+    )
     provenance = other_provenance(cells, run["commit"])
     metric = spec.metric_name
     plot = f"\n![our {metric} against the paper's]({plot_name(spec)})\n" if run.get("plot") else ""
@@ -227,7 +232,18 @@ def report(spec: TableSpec, cells: dict, run: dict) -> str:
             "The gp-oracle row is the exact GP posterior under each task's generating "
             "hyper-parameters (not trained; no paper number)."
         )
-    fitted = [label for label, r in spec.rows.items() if r.model != ORACLE and not r.trained]
+    fitted = [
+        label
+        for label, r in spec.rows.items()
+        if r.model not in (ORACLE, REFERENCE) and not r.trained
+    ]
+    if REFERENCE in rows:
+        notes.append(
+            f"The {REFERENCE} row is a reference, not a paper's model: every target of a task "
+            "gets the mean and variance of its context outputs (shrunk towards N(0, 1) by one "
+            "pseudo-observation), ignoring the inputs. A trained model near it has not yet "
+            "learnt to use where the context points are."
+        )
     if fitted:
         notes.append(
             f"The {', '.join(fitted)} row is a GP fitted to each test task's context by "

@@ -10,8 +10,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 ORACLE = "gp-oracle"
 LATENT = ("np", "anp", "bnp", "banp")  # predict a K-component mixture; LL is an estimate
-# Registered models that are evaluated, never trained: the oracle and the per-task fitted GPs.
-UNTRAINED = (ORACLE, "gp", "mt-gp")
+# The no-input reference row of the real-data tables: the context's moments at every target.
+REFERENCE = "context-moments"
+# Registered models that are evaluated, never trained: the oracle, the per-task fitted GPs and
+# the reference.
+UNTRAINED = (ORACLE, "gp", "mt-gp", REFERENCE)
 KERNEL_LABELS = {"matern32": "Matérn-3/2", "periodic": "periodic", "rbf": "RBF"}
 DEFAULT_TABLES = ("kr1", "kr3")  # what a bare `python benchmarks/kr_tables.py` builds
 METRICS = {
@@ -129,6 +132,7 @@ BUDGET_SIZES: dict[str, dict] = {
     "tnp-kr-full": TRANSFORMER,  # ~126k (KR token and head MLPs at their published widths)
     "tnp-kr-fast": TRANSFORMER,  # ~126k
     ORACLE: {},
+    REFERENCE: {},
 }
 
 
@@ -149,6 +153,7 @@ def te_rows(models: Iterable[str]) -> dict[str, Row]:
         "mt-gp": Row("mt-gp", budget={"n_iterations": 100}),
         "cnp": Row("cnp"),
         "rcnp": Row("rcnp", overrides=TE_BATCH8),
+        REFERENCE: Row(REFERENCE),
         # TE F.2: a plain 5-layer CNN with 64 channels on the pixel grid itself; the grid
         # spacing is one pixel of the canvas in unit coordinates (2 / (canvas - 1)).
         "convcnp": Row(
@@ -257,7 +262,9 @@ TABLES: dict[str, TableSpec] = {
         "[−0.5, 0.5] (1 channel for MNIST, 3 for CelebA and CIFAR-10, log-densities summed "
         "over channels)",
         columns={"mnist": "MNIST", "celeba": "CelebA", "cifar10": "CIFAR-10"},
-        rows=kr_rows(("np", "cnp", "anp", "canp", "tnp-d", "tnp-kr-fast", "tnp-kr-full")),
+        rows=kr_rows(
+            ("np", "cnp", "anp", "canp", "tnp-d", "tnp-kr-fast", "tnp-kr-full", REFERENCE)
+        ),
         paper=_by_kernel(
             ("mnist", "celeba", "cifar10"),
             {
@@ -292,6 +299,7 @@ TABLES: dict[str, TableSpec] = {
         columns={"t-mnist": "T-MNIST", "t-cifar10": "T-CIFAR-10"},
         rows=te_rows(
             "cnp rcnp convcnp pt-tnp-m64 pt-tnp-m128 te-pt-tnp-m64 te-pt-tnp-m128".split()
+            + [REFERENCE]
         ),
         paper=_by_kernel(
             ("t-mnist", "t-cifar10"),
@@ -329,7 +337,10 @@ TABLES: dict[str, TableSpec] = {
         "points are context and the rest targets (log-densities summed over u and v); "
         "mt-gp is a multi-task GP fitted per test task (evaluated, not trained)",
         columns={"kolmogorov": "Kolmogorov flow"},
-        rows=te_rows("mt-gp cnp rcnp pt-tnp-m64 pt-tnp-m128 te-pt-tnp-m64 te-pt-tnp-m128".split()),
+        rows=te_rows(
+            "mt-gp cnp rcnp pt-tnp-m64 pt-tnp-m128 te-pt-tnp-m64 te-pt-tnp-m128".split()
+            + [REFERENCE]
+        ),
         paper=_by_kernel(
             ("kolmogorov",),
             {
@@ -382,6 +393,7 @@ TABLES: dict[str, TableSpec] = {
                 budget={**TE_BUDGET, "n_pseudo": 16},
                 overrides=TE_BATCH8,
             ),
+            REFERENCE: Row(REFERENCE),
         },
         paper=_by_kernel(
             ("train", "west", "north"),

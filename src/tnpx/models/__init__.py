@@ -11,6 +11,7 @@ from . import (  # noqa: F401  (registration side effects)
     linear,
     pseudo_token,
     rcnp,
+    reference,
     te_tnp,
     tnp,
     tnp_kr,
