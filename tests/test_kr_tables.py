@@ -113,7 +113,8 @@ def test_partial_table_has_every_row_column_paper_number_and_dash(tmp_path, name
     assert f"— ({paper:.3f})" in rows["tnp-kr-fast"]
     assert "**Not run yet** (1 of" in text and "tnp-kr-fast (RBF)" in text
     assert "Spearman ρ = 1.00" in text and "the paper's ordering is reproduced" in text
-    assert "Command**: `python benchmarks/kr_tables.py`, commit `abc1234`" in text
+    assert f"Command**: `python benchmarks/kr_tables.py --tables {name}` builds the whole" in text
+    assert "last written by `python benchmarks/kr_tables.py`, commit `abc1234`" in text
     results = json.loads((tmp_path / name / "results.json").read_text())
     assert results["missing"] == [{"kernel": left_out[0], "model": "tnp-kr-fast"}]
     assert len(results["cells"]) == len(nlls)

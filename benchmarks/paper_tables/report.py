@@ -203,6 +203,11 @@ def plot_name(spec: TableSpec) -> str:
     return f"{spec.metric}_vs_paper.png"
 
 
+def table_command(spec: TableSpec, exact: bool) -> str:
+    """The command that computes every cell of the table (cached cells are kept)."""
+    return f"python benchmarks/kr_tables.py --tables {spec.name}" + (" --exact" if exact else "")
+
+
 def report(spec: TableSpec, cells: dict, run: dict) -> str:
     """The table's README.md (the sections of shared/RESULTS.md, in its order)."""
     sentences = "\n\n".join(
@@ -263,7 +268,9 @@ def report(spec: TableSpec, cells: dict, run: dict) -> str:
 mean ± standard error over the test tasks; the paper's number ({spec.paper_note}) in brackets.
 Every model of a column is scored on the same test tasks.
 
-**Command**: `{run["command"]}`, commit `{run["commit"]}` (recorded at start).{provenance}
+**Command**: `{table_command(spec, run["exact"])}` builds the whole table, resuming cell by
+cell; this file was last written by `{run["command"]}`, commit `{run["commit"]}` (recorded at
+start).{provenance}
 
 **Protocol or budget**: {protocol_text(spec, cells, run["exact"])}.
 
