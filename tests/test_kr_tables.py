@@ -496,16 +496,18 @@ def test_a_shared_training_table_trains_once_and_reports_the_transfer(tmp_path, 
 def test_the_reference_row_says_which_models_beat_it_and_is_not_ranked(tmp_path):
     spec = kt.TABLES["te3"]
     assert kt.REFERENCE in spec.models and spec.paper_value(kt.REFERENCE, "kolmogorov") is None
-    # LL: reference 1.0, cnp 1.5 (ahead), rcnp 1.02 (within 2 s.e. of 0.01 each), mt-gp 2.0
-    lls = {kt.REFERENCE: 1.0, "cnp": 1.5, "rcnp": 1.02, "mt-gp": 2.0}
+    # LL: reference 1.0, cnp 1.5 (ahead), rcnp 1.02 (within 2 s.e. of 0.01 each), pt-tnp-m64
+    # 0.9 (behind), mt-gp 2.0 (fitted, not trained: not compared)
+    lls = {kt.REFERENCE: 1.0, "cnp": 1.5, "rcnp": 1.02, "pt-tnp-m64": 0.9, "mt-gp": 2.0}
     write_cells(tmp_path, spec, {("kolmogorov", m): -ll for m, ll in lls.items()})
     cells = kt.load_cells(tmp_path, spec)
     assert kt.REFERENCE not in kt.ordering(spec, "kolmogorov", cells)["models"]
     text = readme(tmp_path, spec)
     # only trained rows are compared with it (mt-gp is fitted, not trained)
     assert (
-        "Against the context-moments reference (LL 1.000), LL gained per target: ahead by more "
-        "than 2 s.e.: cnp +0.500; not: rcnp +0.020." in text
+        "Against the context-moments reference (LL 1.000), LL per target gained by the "
+        "trained models: ahead by more than 2 s.e.: cnp +0.500; level: rcnp +0.020; behind: "
+        "pt-tnp-m64 -0.100." in text
     )
     assert "The context-moments row is a reference, not a paper's model" in text
     assert "The mt-gp row is a GP fitted" in text and "context-moments, mt-gp" not in text

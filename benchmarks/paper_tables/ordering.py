@@ -103,24 +103,27 @@ def ordering_sentence(spec: TableSpec, kernel: str, cells: dict) -> str:
 
 
 def reference_sentence(spec: TableSpec, kernel: str, cells: dict) -> str:
-    """One sentence: which trained models beat the :data:`REFERENCE` row (the context's moments
-    at every target) by more than 2 s.e.; "" where the table has no such row or cell."""
+    """One sentence: which trained models are ahead of, level with or behind the
+    :data:`REFERENCE` row (the context's moments at every target), at 2 s.e. of the
+    difference; "" where the table has no such row or cell."""
     ref = cells.get((kernel, REFERENCE))
     if ref is None:
         return ""
-    ahead, level = [], []
+    groups: dict[str, list[str]] = {"ahead": [], "level": [], "behind": []}
     for label, row in spec.rows.items():
         cell = cells.get((kernel, label))
-        if cell is None or label == REFERENCE or not row.trained:
+        if cell is None or not row.trained:
             continue
         margin = cell.metrics.ll - ref.metrics.ll
-        text = f"{label} {margin:+.3f}"
-        (ahead if margin > 2 * math.hypot(cell.nll_se, ref.nll_se) else level).append(text)
-    if not ahead and not level:
+        noise = 2 * math.hypot(cell.nll_se, ref.nll_se)
+        group = "ahead" if margin > noise else "behind" if margin < -noise else "level"
+        groups[group].append(f"{label} {margin:+.3f}")
+    if not any(groups.values()):
         return ""
-    value = f"{ref.value(spec.metric):.3f}"
-    ahead_text, level_text = ", ".join(ahead) or "none", ", ".join(level) or "none"
+    listed = {name: ", ".join(labels) or "none" for name, labels in groups.items()}
     return (
-        f"Against the {REFERENCE} reference ({spec.metric_name} {value}), LL gained per target: "
-        f"ahead by more than 2 s.e.: {ahead_text}; not: {level_text}."
+        f"Against the {REFERENCE} reference ({spec.metric_name} "
+        f"{ref.value(spec.metric):.3f}), LL per target gained by the trained models: ahead by "
+        f"more than 2 s.e.: {listed['ahead']}; level: {listed['level']}; behind: "
+        f"{listed['behind']}."
     )
