@@ -14,6 +14,7 @@ import pytest
 import torch
 
 import tnpx.data.era5 as era5
+import tnpx.data.era5_files as era5_files
 from tnpx.data.base import batch_at
 from tnpx.data.era5 import (
     ERA5_REGIONS,
@@ -27,13 +28,22 @@ from tnpx.data.era5 import (
 
 def test_module_imports_without_xarray(monkeypatch):
     monkeypatch.setitem(sys.modules, "xarray", None)  # `import xarray` now fails
-    name = "tnpx.data._era5_no_xarray"
-    spec = importlib.util.spec_from_file_location(name, era5.__file__)
-    module = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, name, module)  # dataclasses look their module up
-    spec.loader.exec_module(module)
+    fresh = {}
+    for module_of in (era5_files, era5):  # era5 imports its loaders from era5_files
+        name = module_of.__name__
+        spec = importlib.util.spec_from_file_location(name, module_of.__file__)
+        module = importlib.util.module_from_spec(spec)
+        # fresh copies under the real names (restored afterwards): era5's relative import
+        # finds the fresh era5_files, and dataclasses look their module up
+        monkeypatch.setitem(sys.modules, name, module)
+        spec.loader.exec_module(module)
+        fresh[name] = module
+    module, files = fresh[era5.__name__], fresh[era5_files.__name__]
+    assert module.load_era5 is files.load_era5 and files.load_era5 is not era5.load_era5
     with pytest.raises(ImportError, match=r"pip install 'tnpx\[xarray\]'"):
         module.load_era5("t2m.nc")
+    with pytest.raises(ImportError, match=r"pip install 'tnpx\[xarray\]'"):
+        files.iris_standin()
     with pytest.raises(ImportError, match="tnpx"):
         module.ERA5Sampler(module.ERA5Config(path="t2m.nc"))
 
@@ -425,7 +435,8 @@ def test_standin_regions_are_disjoint(standin):
 
 
 def test_standin_sampler_without_relief(standin, monkeypatch):
-    monkeypatch.setattr(era5, "RELIEF_FILES", ("/nonexistent/etopo20.cdf",))
+    # patched where _find_relief looks it up (era5 only re-exports it)
+    monkeypatch.setattr(era5_files, "RELIEF_FILES", ("/nonexistent/etopo20.cdf",))
     with pytest.warns(UserWarning, match="dim_x = 3"):
         sampler = ERA5Sampler(ERA5Config(source="iris-standin"), batch_size=2)
     assert sampler.dim_x == 3

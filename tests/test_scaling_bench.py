@@ -9,10 +9,12 @@ from pathlib import Path
 
 import pytest
 
-import tnpx.scaling as scaling
+import tnpx.scaling_points as scaling_points
+import tnpx.scaling_report as scaling_report
 from tnpx.bench import OK, OOM, TIMEOUT, _run
 from tnpx.cli import build_parser, main
-from tnpx.scaling import Settings, format_cell, paper_table, results_table, run_scaling
+from tnpx.scaling import Settings, run_scaling
+from tnpx.scaling_report import PAPER_US, format_cell, paper_table, results_table
 
 TINY = {"dim_model": 16, "n_layers": 1, "n_heads": 2, "dim_head": 8, "dim_ff": 16}
 PROTOCOLS = Path("/work/shared/PROTOCOLS.md")
@@ -57,10 +59,13 @@ def _by_n(points: dict, sweep: str = "targets") -> dict[int, dict]:
 def fake(monkeypatch):
     """A fake ``measure`` (set ``.fail`` to make points fail), tiny sizes, and a stub plot
     (matplotlib's log axes take seconds; the end-to-end test draws the real one)."""
-    monkeypatch.setattr(scaling, "KR_SIZES", TINY)
-    monkeypatch.setattr(scaling, "plot_scaling", lambda found, path: path.write_bytes(b"png"))
+    monkeypatch.setattr(scaling_points, "KR_SIZES", TINY)
+    # write_reports looks plot_scaling up in tnpx.scaling_report, so it is patched there.
+    monkeypatch.setattr(
+        scaling_report, "plot_scaling", lambda found, path: path.write_bytes(b"png")
+    )
     measure = FakeMeasure()
-    monkeypatch.setattr(scaling, "measure", measure)
+    monkeypatch.setattr(scaling_points, "measure", measure)
     return measure
 
 
@@ -80,13 +85,13 @@ def test_points_are_keyed_and_state_their_settings(tmp_path, fake):
     settings = _settings(tmp_path, sizes=[10], sweeps=["context"], dtypes=["bfloat16"])
     run_scaling(settings, progress=False)
     (key, point), *_ = _points(settings).items()
-    label = scaling.device_label("cpu")
+    label = scaling_points.device_label("cpu")
     assert key == f"{label}/tnp/context/10/bfloat16"
-    assert point["stream"] == scaling.DEFAULT_CHUNK and point["options"] == TINY
+    assert point["stream"] == scaling_points.DEFAULT_CHUNK and point["options"] == TINY
     assert point["us_per_sample"] == pytest.approx(1e4)
     spec = fake.specs[0]
     assert spec["n_ctx"] == 10 and spec["n_tgt"] == 100 and spec["dtype"] == "bfloat16"
-    assert spec["single_above_s"] == scaling.SLOW_CALL_S and spec["batch"] == 1
+    assert spec["single_above_s"] == scaling_points.SLOW_CALL_S and spec["batch"] == 1
 
 
 def test_changed_settings_measure_again(tmp_path, fake):
@@ -169,23 +174,23 @@ def test_paper_numbers_match_protocols():
             expected = tuple(
                 None if r[col] == "OOM" else int(r[col].replace(",", "")) for r in rows
             )
-            assert scaling.PAPER_US[sweep][model] == expected
+            assert PAPER_US[sweep][model] == expected
     assert "45,000 µs" in paper_table("targets") and "OOM" in paper_table("context")
 
 
 def test_model_options_are_the_kr_sizes_each_model_takes():
     import tnpx
 
-    for model in scaling.MODELS:
-        assert scaling.model_options(model) == scaling.KR_SIZES
+    for model in scaling_points.MODELS:
+        assert scaling_points.model_options(model) == scaling_points.KR_SIZES
     defaults = tnpx.build_model("tnp-kr-full").hyper
-    assert all(getattr(defaults, k) == v for k, v in scaling.KR_SIZES.items())
-    assert scaling.model_options("cnp") == {"dim_model": 64}
+    assert all(getattr(defaults, k) == v for k, v in scaling_points.KR_SIZES.items())
+    assert scaling_points.model_options("cnp") == {"dim_model": 64}
 
 
 def test_cli_defaults_and_options():
     args = build_parser().parse_args(["bench", "scaling"])
-    assert args.models == list(scaling.MODELS) and args.sizes == [10**k for k in range(7)]
+    assert args.models == list(scaling_points.MODELS) and args.sizes == [10**k for k in range(7)]
     assert args.sweeps == ["targets", "context"] and args.device == "cpu"
     assert args.dtype == ["float32"] and args.stream == 16384
     assert (args.timeout, args.memory_gb, args.repeats, args.threads) == (600, 20, 3, None)
@@ -206,7 +211,7 @@ def test_cli_rejects_an_unknown_model(tmp_path, capsys, fake):
 
 
 def test_cli_rejects_cuda_without_cuda(tmp_path, capsys, monkeypatch, fake):
-    monkeypatch.setattr(scaling.torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(scaling_points.torch.cuda, "is_available", lambda: False)
     assert main(["bench", "scaling", "--device", "cuda", "--out", str(tmp_path)]) == 2
     assert "CUDA is not available" in capsys.readouterr().err
 
@@ -223,7 +228,7 @@ def test_runner_streams_casts_and_warms_up():
 
 @pytest.mark.slow
 def test_tiny_end_to_end_run_writes_tables_and_plot(tmp_path, monkeypatch):
-    monkeypatch.setattr(scaling, "KR_SIZES", TINY)
+    monkeypatch.setattr(scaling_points, "KR_SIZES", TINY)
     settings = _settings(tmp_path, models=["tnp-kr-fast"], sweeps=["targets"], timeout_s=120)
     settings.repeats = 2
     report = run_scaling(settings, progress=False)

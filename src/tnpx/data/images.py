@@ -67,7 +67,8 @@ import torch
 
 from ..batch import Batch
 from .base import randint
-from .image_sources import DATA_SPLITS, DATASETS, _as_image_array, _check_choice, load_images
+from .image_files import DATA_SPLITS, _as_image_array, _check_choice
+from .image_sources import DATASETS, load_images
 
 MODES = ("kr", "te")
 COORDS = ("unit", "pixel")
