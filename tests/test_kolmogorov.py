@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from tnpx.data import base
-from tnpx.data import kolmogorov as kf
+from tnpx.data import kolmogorov_cache as kc  # patch names where write_cache looks them up
 from tnpx.data.kolmogorov import (
     CacheNotFoundError,
     KolmogorovConfig,
@@ -189,7 +189,7 @@ def test_cache_roundtrip_and_resume(tmp_path, monkeypatch):
 
     # interrupt after two chunks, then resume
     path = tmp_path / "sub" / "k.pt"
-    real, calls = kf.generate_trajectories, []
+    real, calls = kc.generate_trajectories, []
 
     def flaky(*args, **kwargs):
         if len(calls) == 2:
@@ -197,7 +197,7 @@ def test_cache_roundtrip_and_resume(tmp_path, monkeypatch):
         calls.append(kwargs["start"])
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(kf, "generate_trajectories", flaky)
+    monkeypatch.setattr(kc, "generate_trajectories", flaky)
     with pytest.raises(Interrupted):
         write_cache(path, 3, 2, chunk=1, progress=False, **CACHE)
     assert not path.exists()
@@ -213,7 +213,7 @@ def test_cache_roundtrip_and_resume(tmp_path, monkeypatch):
         resumed_calls.append((kwargs["split"], kwargs["start"]))
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(kf, "generate_trajectories", counting)
+    monkeypatch.setattr(kc, "generate_trajectories", counting)
     write_cache(path, 3, 2, chunk=1, progress=False, **CACHE)
     assert resumed_calls == [("train", 2), ("test", 0), ("test", 1)]  # only the missing ones
     assert not partial_path(path).exists()
