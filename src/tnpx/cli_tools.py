@@ -1,0 +1,122 @@
+"""``tnpx data kolmogorov`` and ``tnpx bench scaling``: simulate a data set, run a benchmark."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+# TE-3 cache sizes: the paper's (solve at 256², pool to 64², 819 / 102 trajectories) and a
+# CPU budget (solve at 64² directly, 64 / 16 trajectories; minutes on one core).
+KOLMOGOROV_PRESETS = {
+    "exact": {"solver_n": 256, "out_n": 64, "n_train": 819, "n_test": 102},
+    "budget": {"solver_n": 64, "out_n": 64, "n_train": 64, "n_test": 16},
+}
+
+
+def _data_kolmogorov(args) -> int:
+    from .data.kolmogorov import write_cache
+
+    preset = KOLMOGOROV_PRESETS[args.preset]
+    sizes = {k: getattr(args, k) if getattr(args, k) is not None else v for k, v in preset.items()}
+    write_cache(
+        args.out,
+        sizes.pop("n_train"),
+        sizes.pop("n_test"),
+        seed=args.seed,
+        device=args.device,
+        overwrite=args.overwrite,
+        **sizes,
+    )
+    print(f"wrote {args.out}")
+    return 0
+
+
+def add_data(sub) -> None:
+    p = sub.add_parser("data", help="generate data sets that are simulated, not downloaded")
+    data = p.add_subparsers(dest="data_command", required=True)
+    k = data.add_parser(
+        "kolmogorov",
+        help="simulate Kolmogorov-flow trajectories (TE-3) into a cache file (resumable)",
+        description="Solves 2-D Kolmogorov flow (pseudo-spectral, Re 1000, sin(4y) forcing, "
+        "drag 0.1), discards the spin-up, keeps 64 snapshots 0.2 apart, pools the velocity "
+        "to the output grid and writes train / test trajectories to OUT. Progress is saved "
+        "after every chunk: run the same command again to continue.",
+    )
+    k.add_argument("--out", default="data/kolmogorov.pt")
+    k.add_argument("--preset", choices=sorted(KOLMOGOROV_PRESETS), default="budget")
+    k.add_argument("--n-train", type=int, dest="n_train")
+    k.add_argument("--n-test", type=int, dest="n_test")
+    k.add_argument("--solver-n", type=int, dest="solver_n", help="solver grid (256 exact)")
+    k.add_argument("--out-n", type=int, dest="out_n", help="stored grid (64)")
+    k.add_argument("--seed", type=int, default=0)
+    k.add_argument("--device", default="cpu")
+    k.add_argument("--overwrite", action="store_true", help="replace a cache of other settings")
+    k.set_defaults(func=_data_kolmogorov)
+
+
+def _bench_scaling(args) -> int:
+    from .scaling import Settings, run_scaling
+
+    settings = Settings(
+        models=args.models,
+        sizes=args.sizes,
+        sweeps=args.sweeps,
+        device=args.device,
+        dtypes=args.dtype,
+        stream=args.stream,
+        timeout_s=args.timeout,
+        memory_gb=args.memory_gb,
+        repeats=args.repeats,
+        threads=args.threads,
+        out=Path(args.out),
+    )
+    report = run_scaling(settings)
+    print(f"wrote {report}" if report else "no points were measured")
+    return 0
+
+
+def add_bench(sub) -> None:
+    """``tnpx bench scaling``: the KR-5 scaling sweep (see :mod:`tnpx.scaling`)."""
+    from .bench import DTYPES
+    from .scaling import DEFAULT_CHUNK, MODELS, SIZES, SLOW_CALL_S, SWEEPS
+
+    bench = sub.add_parser("bench", help="benchmarks (scaling)")
+    kinds = bench.add_subparsers(dest="bench_command", required=True)
+    p = kinds.add_parser(
+        "scaling",
+        help="KR-5: µs per sample and peak memory against the number of targets / context",
+        description="TNP-KR Tables 1-2 on this machine: one forward (batch 1) per point, in "
+        "its own process with a time limit and memory cap, (a) 100 context points and N "
+        "targets, (b) 100 targets and N context points. Resumes from OUT/points.json; writes "
+        "OUT/<device>.md, OUT/<device>.png and OUT/README.md. A point is timed REPEATS times "
+        f"after a warm-up, or once if its first call takes over {SLOW_CALL_S:.0f} s.",
+    )
+    p.add_argument(
+        "--models", nargs="+", default=list(MODELS), metavar="MODEL", help=" ".join(MODELS)
+    )
+    p.add_argument("--sizes", nargs="+", type=int, default=list(SIZES), metavar="N")
+    p.add_argument(
+        "--sweeps",
+        nargs="+",
+        choices=list(SWEEPS),
+        default=list(SWEEPS),
+        help="targets: 100 context, N targets; context: 100 targets, N context (default both)",
+    )
+    p.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    p.add_argument("--dtype", nargs="+", choices=list(DTYPES), default=["float32"])
+    stream = p.add_mutually_exclusive_group()
+    stream.add_argument(
+        "--stream",
+        type=int,
+        default=DEFAULT_CHUNK,
+        metavar="CHUNK",
+        help=f"decode targets CHUNK at a time with predict_streamed (default {DEFAULT_CHUNK})",
+    )
+    stream.add_argument(
+        "--no-stream", dest="stream", action="store_const", const=None, help="plain forward"
+    )
+    p.add_argument("--timeout", type=float, default=600.0, help="seconds per point")
+    p.add_argument("--memory-gb", type=float, default=20.0, help="memory cap per point")
+    p.add_argument("--repeats", type=int, default=3, help="timed calls per point")
+    p.add_argument("--threads", type=int, help="torch threads (default: torch's choice)")
+    p.add_argument("--out", default="results/scaling", help="results folder")
+    p.set_defaults(func=_bench_scaling)
