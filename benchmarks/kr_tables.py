@@ -16,15 +16,18 @@ trained), scores it on the config's fixed test set, and is cached as JSON under
 ``<out>/<table>/cells/``: a stopped table keeps its finished cells and a re-run skips them. A
 cell whose data files are missing is skipped with the command or the files that would provide
 them. After every cell the table's ``README.md``, ``results.json`` and ``<metric>_vs_paper.png``
-are rewritten; cells not run yet show as "—".
+are rewritten; cells not run yet show as "—". ``--figures`` also draws, for each image column
+(KR-4, TE-2), every row's predictive mean on the same test tasks (``completions-<column>.png``,
+linked from the README), from the runs behind the cells.
 
     python benchmarks/kr_tables.py                          # KR-1 and KR-3, budget configs
     python benchmarks/kr_tables.py --tables kr1 --models cnp tnp-d --kernels rbf
     python benchmarks/kr_tables.py --tables kr4 te2 te3 te4  # the real-data tables
+    python benchmarks/kr_tables.py --tables kr4 te2 --figures  # and their completion figures
 
 The tables live in ``paper_tables/``: ``specs`` (what each table is), ``cells`` (running and
-caching one cell), ``ordering`` (our ordering against the paper's) and ``report`` (the
-results files); this file is the command line.
+caching one cell), ``ordering`` (our ordering against the paper's), ``report`` (the results
+files) and ``figures`` (the completion figures); this file is the command line.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ from paper_tables.cells import (  # noqa: F401 (re-exported for tests and notebo
     settings,
     stale_reason,
 )
+from paper_tables.figures import draw_completions
 from paper_tables.ordering import ordering, ranks, spearman  # noqa: F401
 from paper_tables.report import model_label, write_outputs  # noqa: F401
 from paper_tables.specs import (  # noqa: F401
@@ -85,6 +89,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--runs", help="runs go to RUNS/<table>-<column>/<model> (default runs/kr-<protocol>)"
+    )
+    parser.add_argument(
+        "--figures",
+        action="store_true",
+        help="also draw each image column's completions by every row whose cell and run exist",
     )
     parser.add_argument("overrides", nargs="*", help="config overrides for every cell")
     args = parser.parse_args(argv)
@@ -152,6 +161,13 @@ def main(argv: list[str] | None = None) -> None:
                 continue
             if run_cell(spec, kernel, cfg, out, run["commit"], args.exact, label):
                 write_outputs(spec, out, {**run, "skipped": skipped})  # a stopped table is valid
+        if args.figures:
+            cells = load_cells(out, spec)
+            for kernel in dict.fromkeys(kernel for kernel, _, _ in plan):
+                drawn = draw_completions(
+                    spec, kernel, cells, out, runs, args.exact, extra_overrides(args)
+                )
+                print(f"wrote {drawn}" if drawn else f"no completion figure for {kernel}")
         write_outputs(spec, out, {**run, "skipped": skipped})
         print(f"wrote {out / name / 'README.md'}", flush=True)
 

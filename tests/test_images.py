@@ -478,6 +478,29 @@ def test_plot_image_tasks_draws_context_mean_std_and_truth(tmp_path):
         plot_image_tasks(model, object(), tmp_path / "no.png")
 
 
+def test_plot_image_comparison_draws_one_column_per_model(tmp_path):
+    from tnpx.models import build_model
+    from tnpx.plot import plot_image_comparison
+
+    cfg = ImageConfig(mode="te", ctx_fraction=[0.1, 0.2])
+    sampler = ImageSampler.from_array(random_images(n=4, h=12, w=10, c=1), cfg, batch_size=2)
+    models = {
+        "cnp": build_model("cnp", dim_x=2, dim_y=1, dim_model=16),
+        "context-moments": build_model("context-moments", dim_x=2, dim_y=1),
+    }
+    widths = []
+    for n in (1, 2):
+        path = plot_image_comparison(dict(list(models.items())[:n]), sampler, tmp_path / f"{n}.png")
+        header = path.read_bytes()
+        assert header[:4] == b"\x89PNG"
+        widths.append(int.from_bytes(header[16:20], "big"))  # the IHDR chunk's width
+    assert widths[1] > widths[0]  # a column more for the second model
+    with pytest.raises(ValueError, match="at least one model"):
+        plot_image_comparison({}, sampler, tmp_path / "none.png")
+    with pytest.raises(ValueError, match="image sampler"):
+        plot_image_comparison(models, object(), tmp_path / "no.png")
+
+
 def test_tnpx_plot_draws_images_for_an_image_checkpoint(tmp_path):
     pytest.importorskip("mlxtend")
     from tnpx.cli import main

@@ -523,3 +523,23 @@ def test_the_reference_cell_is_scored_without_training(tmp_path):
     assert cell.parameters == 0 and cell.train_seconds is None and cell.steps == 0
     assert cell.metrics.n_tasks > 0 and math.isfinite(cell.metrics.ll)
     assert "reference, not trained" in cell.ll_estimator and not runs.exists()
+
+
+def test_figures_draw_every_row_of_an_image_column_and_the_readme_links_them(tmp_path, capsys):
+    out, runs = tmp_path / "results", tmp_path / "runs"
+    argv = ["--tables", "kr4", "--columns", "mnist", "--out", str(out), "--runs", str(runs)]
+    smoke = ["--steps", "2", "--eval-batches", "1", "train.val_every=2", "train.progress=false"]
+    kt.main([*argv, "--models", "cnp", kt.REFERENCE, *smoke])
+    figure = out / "kr4" / "completions-mnist.png"
+    assert not figure.exists()  # only drawn when asked
+    kt.main([*argv, "--models", "cnp", kt.REFERENCE, *smoke, "--figures"])
+    assert figure.read_bytes()[:4] == b"\x89PNG"
+    text = (out / "kr4" / "README.md").read_text()
+    assert "## Completions" in text and "](completions-mnist.png)" in text
+    assert "`python benchmarks/kr_tables.py --tables kr4 --figures`" in text
+    # without a trained row's run there is nothing to compare: no figure
+    (runs / "kr4-mnist" / "cnp" / "model.pt").unlink()
+    figure.unlink()
+    kt.main([*argv, "--models", kt.REFERENCE, *smoke, "--figures"])
+    assert "no completion figure for mnist" in capsys.readouterr().out and not figure.exists()
+    assert "## Completions" not in (out / "kr4" / "README.md").read_text()

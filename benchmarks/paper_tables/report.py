@@ -10,6 +10,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from paper_tables.cells import Cell, load_cells, missing_cells
+from paper_tables.figures import figure_name
 from paper_tables.ordering import ordering, ordering_sentence, reference_sentence
 from paper_tables.specs import LATENT, METRICS, ORACLE, REFERENCE, TableSpec, is_trained
 from tnpx.config import load_config
@@ -203,6 +204,22 @@ def plot_name(spec: TableSpec) -> str:
     return f"{spec.metric}_vs_paper.png"
 
 
+def figures_section(spec: TableSpec, run: dict) -> str:
+    """The completion figures of the image columns (``--figures``), where drawn."""
+    figures = run.get("figures") or {}
+    if not figures:
+        return ""
+    images = "\n\n".join(
+        f"**{spec.columns[column]}**\n\n![completions, {spec.columns[column]}]({name})"
+        for column, name in figures.items()
+    )
+    return (
+        "\n## Completions\n\nEach row's predictive mean on the same test tasks of a column, "
+        "beside the context (unseen pixels blue) and the image; drawn from the runs behind the "
+        f"cells by `{table_command(spec, run['exact'])} --figures`.\n\n{images}\n"
+    )
+
+
 def table_command(spec: TableSpec, exact: bool) -> str:
     """The command that computes every cell of the table (cached cells are kept)."""
     return f"python benchmarks/kr_tables.py --tables {spec.name}" + (" --exact" if exact else "")
@@ -287,7 +304,7 @@ start).{provenance}
 {sentences}
 
 (* = the swap exceeds 2 standard errors of the difference.) {caveat(spec, cells, run["exact"])}
-{plot}{gap}{transfer_section(spec, cells)}
+{plot}{gap}{transfer_section(spec, cells)}{figures_section(spec, run)}
 ## Model sizes
 
 Budget sizes are set in `benchmarks/paper_tables/specs.py`: each row's `budget` options in `TABLES`
@@ -440,6 +457,7 @@ def write_outputs(spec: TableSpec, out: Path, run: dict) -> None:
     cells = load_cells(out, spec)
     folder = out / spec.name
     folder.mkdir(parents=True, exist_ok=True)
-    run = {**run, "plot": plot(spec, cells, folder / plot_name(spec))}
+    figures = {k: figure_name(k) for k in spec.kernels if (folder / figure_name(k)).exists()}
+    run = {**run, "plot": plot(spec, cells, folder / plot_name(spec)), "figures": figures}
     (folder / "results.json").write_text(results_json(spec, cells, run))
     (folder / "README.md").write_text(report(spec, cells, run))
