@@ -26,8 +26,9 @@ linked from the README), from the runs behind the cells.
     python benchmarks/kr_tables.py --tables kr4 te2 --figures  # and their completion figures
 
 The tables live in ``paper_tables/``: ``specs`` (what each table is), ``cells`` (running and
-caching one cell), ``ordering`` (our ordering against the paper's), ``report`` (the results
-files) and ``figures`` (the completion figures); this file is the command line.
+caching one cell), ``ordering`` (our ordering against the paper's), ``report`` and
+``markdown`` (the results files and their tables) and ``figures`` (the completion figures);
+this file is the command line.
 """
 
 from __future__ import annotations
@@ -48,8 +49,9 @@ from paper_tables.cells import (  # noqa: F401 (re-exported for tests and notebo
     stale_reason,
 )
 from paper_tables.figures import draw_completions
+from paper_tables.markdown import model_label  # noqa: F401
 from paper_tables.ordering import ordering, ranks, spearman  # noqa: F401
-from paper_tables.report import model_label, write_outputs  # noqa: F401
+from paper_tables.report import write_outputs
 from paper_tables.specs import (  # noqa: F401
     BUDGET_SIZES,
     DEFAULT_TABLES,
