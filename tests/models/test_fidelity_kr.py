@@ -13,16 +13,29 @@ own valid points, which is what tnpx's key mask (any pattern of padding) must re
 from __future__ import annotations
 
 import math
+from functools import partial
 
 import pytest
 import torch
 from torch.testing import assert_close
 
+import reference_ops
 import tnpx
+from reference_ops import (
+    FLAX_EPS,
+    TOL,
+    head_columns,
+    linear,
+    masked_task,
+    mlp,
+    randomise,
+    reference_prediction,
+    softmax_attention,
+    softplus,
+)
+from reference_ops import count_parameters as count
 from tnpx.nn.performer import orthogonal_features
 
-TOL = dict(atol=1e-10, rtol=0)
-FLAX_EPS = 1e-6  # flax.linen.LayerNorm's default epsilon
 TINY_KR = dict(
     dim_model=8, n_layers=2, n_heads=2, dim_head=4, dim_ff=12, dim_embed_hidden=10,
     dim_decoder_hidden=9,
@@ -36,57 +49,12 @@ TINY_CNP = dict(dim_model=10)
 # --- the reference's operations, written out ---------------------------------------------
 
 
-def dense(x, sd, name):
-    """flax ``nn.Dense``: ``x @ kernel + bias`` (torch stores ``kernel.T`` as ``weight``)."""
-    return x @ sd[f"{name}.weight"].T + sd[f"{name}.bias"]
-
-
-def layer_norm(x, sd, name, eps=FLAX_EPS):
-    """flax ``nn.LayerNorm``: biased variance over the last axis, then scale and bias."""
-    mu = x.mean(-1, keepdim=True)
-    var = ((x - mu) ** 2).mean(-1, keepdim=True)
-    return (x - mu) / torch.sqrt(var + eps) * sd[f"{name}.weight"] + sd[f"{name}.bias"]
-
-
-def relu(x):
-    return torch.where(x > 0, x, torch.zeros_like(x))
-
-
-def mlp(x, sd, prefix, n_dense):
-    """dl4bi ``MLP(dims)``: Dense, ReLU, ..., Dense (torch indices 0, 2, 4, ...)."""
-    for i in range(n_dense):
-        x = dense(x, sd, f"{prefix}.{2 * i}")
-        if i < n_dense - 1:
-            x = relu(x)
-    return x
-
-
-def softplus(r):
-    return torch.clamp_min(r, 0) + torch.log1p(torch.exp(-r.abs()))
-
-
-def heads(x, h, n_heads):
-    """dl4bi ``MultiHeadAttention``: ``reshape(B, L, H, D // H)``: head ``h`` owns columns
-    ``h * D / H : (h + 1) * D / H``."""
-    width = x.shape[-1] // n_heads
-    return x[:, h * width : (h + 1) * width]
+# flax ``nn.LayerNorm``: biased variance over the last axis, epsilon 1e-6
+layer_norm = partial(reference_ops.layer_norm, eps=FLAX_EPS)
 
 
 def project_keys(xkv, sd, prefix):
-    return dense(xkv, sd, f"{prefix}.to_k"), dense(xkv, sd, f"{prefix}.to_v")
-
-
-def softmax_attention(xq, xkv, sd, prefix, n_heads):
-    """``MultiHeadAttention(Attention())`` of one task: biased Dense projections, scores
-    ``q.k / sqrt(d_head)`` (``DotScorer``), softmax over the keys, output Dense."""
-    q, k, v = (dense(xq, sd, f"{prefix}.to_q"), *project_keys(xkv, sd, prefix))
-    out = []
-    for h in range(n_heads):
-        qh, kh, vh = heads(q, h, n_heads), heads(k, h, n_heads), heads(v, h, n_heads)
-        scores = qh @ kh.T / math.sqrt(qh.shape[-1])
-        weights = torch.exp(scores - scores.max(-1, keepdim=True).values)
-        out.append(weights / weights.sum(-1, keepdim=True) @ vh)
-    return dense(torch.cat(out, -1), sd, f"{prefix}.to_out")
+    return linear(xkv, sd, f"{prefix}.to_k"), linear(xkv, sd, f"{prefix}.to_v")
 
 
 def favor_attention(xq, xkv, sd, prefix, n_heads):
@@ -94,11 +62,15 @@ def favor_attention(xq, xkv, sd, prefix, n_heads):
     ``phi(x) = exp(x W^T - |x|^2 / 2) / sqrt(m)`` of ``x d^-1/4`` (``build_stable_positive_
     softmax_phi``: no max-subtraction), ``fast_attend``: ``phi_q (phi_k^T [v, 1])``, the last
     column (the normaliser) replaced by 1e-6 where below it."""
-    q, k, v = (dense(xq, sd, f"{prefix}.to_q"), *project_keys(xkv, sd, prefix))
+    q, k, v = (linear(xq, sd, f"{prefix}.to_q"), *project_keys(xkv, sd, prefix))
     w = sd[f"{prefix}.projection"]  # [n_heads, m, d_head]
     out = []
     for h in range(n_heads):
-        qh, kh, vh = heads(q, h, n_heads), heads(k, h, n_heads), heads(v, h, n_heads)
+        qh, kh, vh = (
+            head_columns(q, h, n_heads),
+            head_columns(k, h, n_heads),
+            head_columns(v, h, n_heads),
+        )
         m, d = w[h].shape
 
         def phi(x, d=d, m=m, h=h):
@@ -108,7 +80,7 @@ def favor_attention(xq, xkv, sd, prefix, n_heads):
         buf = phi(qh) @ (phi(kh).T @ torch.cat([vh, torch.ones(len(vh), 1, dtype=vh.dtype)], -1))
         num, den = buf[:, :-1], buf[:, -1:]
         out.append(num / torch.where(den < 1e-6, torch.full_like(den, 1e-6), den))
-    return dense(torch.cat(out, -1), sd, f"{prefix}.to_out")
+    return linear(torch.cat(out, -1), sd, f"{prefix}.to_out")
 
 
 # --- the three references -------------------------------------------------------------------
@@ -181,31 +153,7 @@ def tiny_kr_code(name, min_std, dim_x=2, dim_y=2, scale=0.4):
     random; FAVOR+ features as drawn."""
     sizes, _ = CASES[name]
     model = tnpx.build_model(name, dim_x, dim_y, preset="kr-code", **sizes, min_std=min_std)
-    model = model.double()
-    gen = torch.Generator().manual_seed(1)
-    with torch.no_grad():
-        for p in model.parameters():
-            p.copy_(scale * torch.randn(p.shape, generator=gen, dtype=p.dtype))
-    return model.eval()
-
-
-def masked_task(dim_x=2, dim_y=2):
-    """Three tasks of 6 context slots with 6, 3 and 1 valid (padding scattered: tnpx's mask
-    is any pattern, the reference's a prefix) and 5 targets."""
-    gen = torch.Generator().manual_seed(2)
-    xc = torch.randn(3, 6, dim_x, generator=gen, dtype=torch.float64)
-    yc = torch.randn(3, 6, dim_y, generator=gen, dtype=torch.float64)
-    xt = torch.randn(3, 5, dim_x, generator=gen, dtype=torch.float64)
-    mask = torch.tensor(
-        [[1, 1, 1, 1, 1, 1], [1, 0, 1, 0, 0, 1], [0, 0, 0, 1, 0, 0]], dtype=torch.bool
-    )
-    return xc, yc, xt, mask
-
-
-def reference_prediction(model, reference, xc, yc, xt, mask):
-    sd, hyper = model.state_dict(), vars(model.hyper)
-    out = [reference(sd, xc[i, mask[i]], yc[i, mask[i]], xt[i], hyper) for i in range(len(xc))]
-    return torch.stack([m for m, _ in out]), torch.stack([s for _, s in out])
+    return randomise(model, scale)
 
 
 # --- the presets compute the references' functions --------------------------------------------
@@ -276,10 +224,6 @@ def test_plain_and_haar_features_share_the_gaussian_draws():
 
 
 # --- sizes and defaults ---------------------------------------------------------------------
-
-
-def count(model):
-    return sum(p.numel() for p in model.parameters())
 
 
 def test_parameter_counts_at_the_code_sizes():

@@ -14,70 +14,27 @@ computed on its own valid context points, which is what tnpx's key mask must rep
 
 from __future__ import annotations
 
-import math
-
 import pytest
 import torch
 from torch.testing import assert_close
 
 import tnpx
+from reference_ops import (
+    TOL,
+    flag,
+    layer_norm,
+    masked_task,
+    mlp,
+    randomise,
+    reference_prediction,
+    softmax_attention,
+    softplus,
+)
+from reference_ops import count_parameters as count
 from tnpx.likelihoods import HeteroscedasticGaussian
 from tnpx.models.base import PRESETS
 
-TOL = dict(atol=1e-10, rtol=0)
 TINY = dict(dim_model=8, n_layers=2, n_heads=2, dim_head=4, dim_ff=12)
-
-
-# --- the reference's operations, written out ---------------------------------------------
-
-
-def linear(x, sd, name, bias=True):
-    out = x @ sd[f"{name}.weight"].T
-    if bias:
-        out = out + sd[f"{name}.bias"]
-    else:
-        assert f"{name}.bias" not in sd, f"{name} must have no bias"
-    return out
-
-
-def layer_norm(x, sd, name, eps=1e-5):
-    mu = x.mean(-1, keepdim=True)
-    var = ((x - mu) ** 2).mean(-1, keepdim=True)  # biased variance, as nn.LayerNorm
-    return (x - mu) / torch.sqrt(var + eps) * sd[f"{name}.weight"] + sd[f"{name}.bias"]
-
-
-def mlp(x, sd, prefix, n_linear):
-    """``nn.Sequential(Linear, ReLU, ..., Linear)``: Linear layers at indices 0, 2, 4, ..."""
-    for i in range(n_linear):
-        x = linear(x, sd, f"{prefix}.{2 * i}")
-        if i < n_linear - 1:
-            x = torch.where(x > 0, x, torch.zeros_like(x))
-    return x
-
-
-def attention(xq, xkv, sd, prefix, n_heads, dim_head, qkv_bias=True):
-    """Multi-head softmax attention of one task: xq ``[n_q, d]``, xkv ``[n_k, d]``; head h
-    owns columns ``h * dim_head : (h + 1) * dim_head`` of the projections; scale
-    ``dim_head ** -0.5``; output projection with bias."""
-    q = linear(xq, sd, f"{prefix}.to_q", qkv_bias)
-    k = linear(xkv, sd, f"{prefix}.to_k", qkv_bias)
-    v = linear(xkv, sd, f"{prefix}.to_v", qkv_bias)
-    heads = []
-    for h in range(n_heads):
-        cols = slice(h * dim_head, (h + 1) * dim_head)
-        scores = q[:, cols] @ k[:, cols].T / math.sqrt(dim_head)
-        weights = torch.exp(scores - scores.max(-1, keepdim=True).values)
-        weights = weights / weights.sum(-1, keepdim=True)
-        heads.append(weights @ v[:, cols])
-    return linear(torch.cat(heads, -1), sd, f"{prefix}.to_out")
-
-
-def softplus(r):
-    return torch.clamp_min(r, 0) + torch.log1p(torch.exp(-r.abs()))
-
-
-def flag(n, value, like):
-    return torch.full((n, 1), float(value), dtype=like.dtype)
 
 
 # --- the three references -------------------------------------------------------------------
@@ -92,16 +49,16 @@ def te_code_reference(sd, xc, yc, xt, h):
     zc = mlp(torch.cat([xc, yc, flag(len(xc), 0, xc)], -1), sd, "embed.mlp", n_embed)
     yt = torch.zeros(len(xt), yc.shape[-1], dtype=xt.dtype)
     zt = mlp(torch.cat([xt, yt, flag(len(xt), 1, xt)], -1), sd, "embed.mlp", n_embed)
-    heads = (h["n_heads"], h["dim_head"])
+    n_heads = h["n_heads"]
     for layer in range(h["n_layers"]):
         sa, ca = f"stack.blocks.{layer}", f"stack.target_blocks.{layer}"
         # MultiHeadSelfAttentionLayer, norm_first: x + attn(norm1(x)); x + ff(norm2(x))
         normed = layer_norm(zc, sd, f"{sa}.norm_attn")
-        zc = zc + attention(normed, normed, sd, f"{sa}.attn", *heads, qkv_bias=False)
+        zc = zc + softmax_attention(normed, normed, sd, f"{sa}.attn", n_heads, qkv_bias=False)
         zc = zc + mlp(layer_norm(zc, sd, f"{sa}.norm_ff"), sd, f"{sa}.ff", 2)
         # MultiHeadCrossAttentionLayer, norm_first: xq + attn(norm1(xq), norm1(xkv)); ...
         q, kv = layer_norm(zt, sd, f"{ca}.norm_attn"), layer_norm(zc, sd, f"{ca}.norm_attn")
-        zt = zt + attention(q, kv, sd, f"{ca}.attn", *heads, qkv_bias=False)
+        zt = zt + softmax_attention(q, kv, sd, f"{ca}.attn", n_heads, qkv_bias=False)
         zt = zt + mlp(layer_norm(zt, sd, f"{ca}.norm_ff"), sd, f"{ca}.ff", 2)
     raw = mlp(zt, sd, "decoder", h["n_decoder_hidden"] + 1)
     loc, log_var = raw.chunk(2, -1)
@@ -119,9 +76,7 @@ def tnp_kr_yml_reference(sd, xc, yc, xt, h):
     for layer in range(h["n_layers"]):
         b = f"stack.blocks.{layer}"
         q, kv = layer_norm(zt, sd, f"{b}.norm_attn"), layer_norm(zc, sd, f"{b}.norm_attn")
-        both = attention(
-            torch.cat([q, kv]), kv, sd, f"{b}.attn", h["n_heads"], h["dim_head"], qkv_bias=False
-        )
+        both = softmax_attention(torch.cat([q, kv]), kv, sd, f"{b}.attn", h["n_heads"], False)
         zt, zc = zt + both[: len(zt)], zc + both[len(zt) :]
         zt = zt + mlp(layer_norm(zt, sd, f"{b}.norm_ff"), sd, f"{b}.ff", 2)
         zc = zc + mlp(layer_norm(zc, sd, f"{b}.norm_ff"), sd, f"{b}.ff", 2)
@@ -139,10 +94,9 @@ def tnpd_code_reference(sd, xc, yc, xt, h):
     yt = torch.zeros(len(xt), yc.shape[-1], dtype=xt.dtype)
     z = mlp(torch.cat([torch.cat([xc, yc], -1), torch.cat([xt, yt], -1)]), sd, "embed.mlp", n_embed)
     n_ctx = len(xc)
-    dim_head = h["dim_model"] // h["n_heads"]  # nn.MultiheadAttention's head size
     for layer in range(h["n_layers"]):
         b = f"stack.blocks.{layer}"
-        z = layer_norm(z + attention(z, z[:n_ctx], sd, f"{b}.attn", h["n_heads"], dim_head),
+        z = layer_norm(z + softmax_attention(z, z[:n_ctx], sd, f"{b}.attn", h["n_heads"]),
                        sd, f"{b}.norm_attn")  # fmt: skip
         z = layer_norm(z + mlp(z, sd, f"{b}.ff", 2), sd, f"{b}.norm_ff")
     raw = mlp(z[n_ctx:], sd, "decoder", h["n_decoder_hidden"] + 1)
@@ -165,37 +119,7 @@ def tiny_preset(name, preset, dim_x=2, dim_y=2, **extra):
     sizes = dict(TINY)
     if preset == "tnpd-code":
         sizes.update(dim_head=None, dim_decoder_hidden=TINY["dim_ff"])
-    model = tnpx.build_model(name, dim_x, dim_y, preset=preset, **sizes, **extra).double()
-    gen = torch.Generator().manual_seed(1)
-    with torch.no_grad():
-        for p in model.parameters():
-            p.copy_(0.4 * torch.randn(p.shape, generator=gen, dtype=p.dtype))
-    return model.eval()
-
-
-def masked_task(dim_x=2, dim_y=2):
-    """Three tasks of 6 context slots with 6, 3 and 1 valid (padding scattered) and 5
-    targets."""
-    gen = torch.Generator().manual_seed(2)
-    xc = torch.randn(3, 6, dim_x, generator=gen, dtype=torch.float64)
-    yc = torch.randn(3, 6, dim_y, generator=gen, dtype=torch.float64)
-    xt = torch.randn(3, 5, dim_x, generator=gen, dtype=torch.float64)
-    mask = torch.tensor(
-        [[1, 1, 1, 1, 1, 1], [1, 0, 1, 0, 0, 1], [0, 0, 0, 1, 0, 0]], dtype=torch.bool
-    )
-    return xc, yc, xt, mask
-
-
-def reference_prediction(model, reference, xc, yc, xt, mask):
-    sd = model.state_dict()
-    hyper = vars(model.hyper)
-    means, stds = [], []
-    for i in range(len(xc)):
-        keep = mask[i]
-        mean, std = reference(sd, xc[i, keep], yc[i, keep], xt[i], hyper)
-        means.append(mean)
-        stds.append(std)
-    return torch.stack(means), torch.stack(stds)
+    return randomise(tnpx.build_model(name, dim_x, dim_y, preset=preset, **sizes, **extra))
 
 
 # --- the presets compute the references' functions --------------------------------------------
@@ -272,10 +196,6 @@ def test_tnp_d_uses_the_stream_form_where_the_masked_form_differs():
 
 
 # --- sizes and defaults ---------------------------------------------------------------------
-
-
-def count(model):
-    return sum(p.numel() for p in model.parameters())
 
 
 def test_parameter_counts_at_the_reference_sizes():
