@@ -77,18 +77,35 @@ def softmax_attention(
     prefix: str,
     n_heads: int,
     qkv_bias: bool = True,
+    xv: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """Multi-head attention of one task, xq ``[n_q, d]``, xkv ``[n_k, d]``: projections
-    ``to_q``/``to_k``/``to_v``, per-head scores ``q.k / sqrt(d_head)``, softmax over the keys,
-    output projection ``to_out`` with bias."""
+    """Multi-head attention of one task, xq ``[n_q, d]``, xkv ``[n_k, d]`` (keys, and values
+    unless ``xv [n_k, d]`` is given): projections ``to_q``/``to_k``/``to_v``, per-head scores
+    ``q.k / sqrt(d_head)``, softmax over the keys, output projection ``to_out`` with bias."""
     q = linear(xq, sd, f"{prefix}.to_q", qkv_bias)
     k = linear(xkv, sd, f"{prefix}.to_k", qkv_bias)
-    v = linear(xkv, sd, f"{prefix}.to_v", qkv_bias)
+    v = linear(xkv if xv is None else xv, sd, f"{prefix}.to_v", qkv_bias)
     out = []
     for h in range(n_heads):
         qh, kh, vh = (head_columns(t, h, n_heads) for t in (q, k, v))
         out.append(softmax(qh @ kh.T / math.sqrt(qh.shape[-1])) @ vh)
     return linear(torch.cat(out, -1), sd, f"{prefix}.to_out")
+
+
+def normal_log_prob(y: torch.Tensor, mean: torch.Tensor, std: torch.Tensor) -> torch.Tensor:
+    """Elementwise ``log N(y; mean, std^2)``."""
+    return -0.5 * ((y - mean) / std) ** 2 - torch.log(std) - 0.5 * math.log(2 * math.pi)
+
+
+def normal_kl(mu_p, std_p, mu_q, std_q) -> torch.Tensor:
+    """Elementwise ``KL(N(mu_p, std_p^2) || N(mu_q, std_q^2))``."""
+    return torch.log(std_q / std_p) + (std_p**2 + (mu_p - mu_q) ** 2) / (2 * std_q**2) - 0.5
+
+
+def logmeanexp(x: torch.Tensor, dim: int = 0) -> torch.Tensor:
+    """``log mean exp`` over ``dim``, with the maximum taken out."""
+    top = x.max(dim, keepdim=True).values
+    return (top + torch.log(torch.exp(x - top).mean(dim, keepdim=True))).squeeze(dim)
 
 
 def flag(n: int, value: float, like: torch.Tensor) -> torch.Tensor:

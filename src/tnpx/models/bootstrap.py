@@ -18,6 +18,13 @@ decoder's first layer acts on ``[r, x, r~]``: its ``r~`` block is the paper's ad
 base model is the same decoder with ``r~ = 0``. Training minimises ``-(LL_base + LL_boot)``
 per target point (BNP's objective, base model and bootstrapped model together).
 
+Options for the TNP-KR code's BNP / BANP (MLGlobalHealth/dl4bi ``meta_regression/{bnp,banp}.py``,
+preset ``kr-code``): ``boot_adapter="dense"`` decodes ``MLP(Dense([r, x]) + Dense(r~))``, the
+adaptation layer with its own bias and a linear map before the MLP; ``bootstrap_loss="mean"``
+halves the loss; ``bootstrap_grad=True`` lets gradients flow through steps 2-4 (the code stops
+them only at the data); ``pair_keys="original"`` keys the paired bootstrap's cross-attention
+with the original context inputs in slot order, as that code's BANP does (keys ``="x"`` only).
+
 Resampling is per task and skips padded points. Each task's context is first put in a canonical
 order (lexicographic in ``(x, y)``, padding last), and the uniform draws behind the indices come
 from a generator seeded per call from the global RNG and shared by the tasks of a batch: so the
@@ -34,9 +41,17 @@ from torch import nn
 from torch.distributions import Normal
 
 from ..distributions import LatentMixture
-from ..nn import MLP, DeepSetEncoder, masked_mean
+from ..nn import MLP, check_option, masked_mean
 from .base import likelihood_head, register, register_preset
-from .cnp_family import CANPHyper, CNPHyper, MixtureNP, attentive_encoder, seeded_generator
+from .cnp_family import (
+    CANPHyper,
+    CNPHyper,
+    MixtureNP,
+    attentive_encoder,
+    deterministic_width,
+    pooling_encoder,
+    seeded_generator,
+)
 
 
 def take(t: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
@@ -75,6 +90,10 @@ class BootstrapOptions:
     n_bootstrap: int = 16  # K at evaluation
     n_train_bootstrap: int = 4  # K in training
     ll_estimate: str = "joint"  # joint | marginal
+    boot_adapter: str = "concat"  # concat: MLP([r, x, r~]) | dense: MLP(Dense([r, x]) + Dense(r~))
+    bootstrap_loss: str = "sum"  # sum: -(LL_base + LL_boot) | mean: half that (TNP-KR code)
+    bootstrap_grad: bool = False  # gradients through the bootstrap contexts (TNP-KR code)
+    pair_keys: str = "resampled"  # resampled | original (TNP-KR code's BANP; keys="x" only)
 
 
 class BootstrapNP(MixtureNP):
@@ -90,20 +109,39 @@ class BootstrapNP(MixtureNP):
 
     def __init__(self, dim_x: int, dim_y: int, hyper):
         super().__init__(dim_x, dim_y, hyper)
-        d = hyper.dim_model
+        check_option("boot_adapter", hyper.boot_adapter, ("concat", "dense"))
+        check_option("bootstrap_loss", hyper.bootstrap_loss, ("sum", "mean"))
+        check_option("pair_keys", hyper.pair_keys, ("resampled", "original"))
+        if hyper.pair_keys == "original" and getattr(hyper, "keys", "tokens") != "x":
+            raise ValueError("pair_keys='original' needs keys='x' (keys embedded from inputs)")
+        d, dim_r = hyper.dim_model, deterministic_width(hyper)
         self.likelihood = likelihood_head(hyper, dim_y)
-        self.decoder = MLP(2 * d + dim_x, self.likelihood.n_params, d, hyper.n_decoder_hidden)
+        n_out = self.likelihood.n_params
+        if hyper.boot_adapter == "concat":
+            self.decoder = MLP(2 * dim_r + dim_x, n_out, d, hyper.n_decoder_hidden)
+        else:  # dl4bi bnp.py: dec_hid, dec_boot (each Dense with bias), dec_dist
+            self.adapter_base = nn.Linear(dim_r + dim_x, d)
+            self.adapter_boot = nn.Linear(dim_r, d)
+            self.decoder = MLP(d, n_out, d, hyper.n_decoder_hidden)
 
     def decode(self, r, xq, r_boot=None) -> Normal:
-        """r, r_boot ``[..., n_q, d]``, xq ``[..., n_q, dim_x]`` -> ``Normal [..., n_q, dim_y]``;
-        ``r_boot=None`` is the base model."""
+        """r, r_boot ``[..., n_q, dim_r]``, xq ``[..., n_q, dim_x]`` -> ``Normal [..., n_q,
+        dim_y]``; ``r_boot=None`` is the base model."""
+        if self.hyper.boot_adapter == "dense":
+            h = self.adapter_base(torch.cat([r, xq], -1))
+            h = h if r_boot is None else h + self.adapter_boot(r_boot)
+            return self.likelihood(self.decoder(h))
         r_boot = torch.zeros_like(r) if r_boot is None else r_boot
         return self.likelihood(self.decoder(torch.cat([r, xq, r_boot], -1)))
 
-    @torch.no_grad()
     def bootstrap_contexts(self, xc, yc, mask_c, k: int):
         """``k`` residual-bootstrap contexts (steps 1-4): ``(x, y, mask)``, each
-        ``[k, b, n_ctx, .]`` (mask ``[k, b, n_ctx]``), in canonical order, real points first."""
+        ``[k, b, n_ctx, .]`` (mask ``[k, b, n_ctx]``), in canonical order, real points first;
+        without gradients unless ``bootstrap_grad``."""
+        with torch.set_grad_enabled(self.hyper.bootstrap_grad and torch.is_grad_enabled()):
+            return self._bootstrap_contexts(xc, yc, mask_c, k)
+
+    def _bootstrap_contexts(self, xc, yc, mask_c, k: int):
         b, n = xc.shape[:2]
         order = canonical_order(xc, yc, mask_c)
         xs, ys = take(xc, order), take(yc, order)
@@ -113,7 +151,8 @@ class BootstrapNP(MixtureNP):
         xs, ys, valid = (t.expand(k, *t.shape) for t in (xs, ys, valid))
         # Steps 1-2: encode the paired bootstrap, predict at the context inputs.
         x_pairs, y_pairs = take(xs, pairs).flatten(0, 1), take(ys, pairs).flatten(0, 1)
-        r = self.encoder(x_pairs, y_pairs, xs.flatten(0, 1), valid.flatten(0, 1))
+        keys = {"x_keys": xs.flatten(0, 1)} if self.hyper.pair_keys == "original" else {}
+        r = self.encoder(x_pairs, y_pairs, xs.flatten(0, 1), valid.flatten(0, 1), **keys)
         fit = self.decode(r, xs.flatten(0, 1))
         mu, sigma = (t.unflatten(0, (k, b)) for t in (fit.mean, fit.stddev))
         # Step 3: resample the standardised residuals and centre them over the real points.
@@ -142,7 +181,8 @@ class BootstrapNP(MixtureNP):
         r = self.encoder(xc, yc, xt, mask_c)
         base = self.decode(r, xt).log_prob(batch.yt).sum(-1).mean(-1)
         boot = self.mixture_ll(self.mixture(xc, yc, xt, mask_c, r), batch.yt)
-        return -(base + boot).mean()
+        loss = -(base + boot).mean()
+        return loss / 2 if self.hyper.bootstrap_loss == "mean" else loss
 
 
 @dataclass
@@ -152,14 +192,15 @@ class BNPHyper(BootstrapOptions, CNPHyper):
 
 @register("bnp")
 class BNP(BootstrapNP):
-    """BNP on the CNP encoder ``r = mean_n MLP([x_n, y_n])``."""
+    """BNP on the CNP encoder ``r = mean_n MLP([x_n, y_n])`` (the CNP options: ``n_paths``,
+    ``n_post_hidden``)."""
 
     Hyper = BNPHyper
     summary = "Bootstrapping NP: CNP with residual-bootstrapped contexts; K-sample mixture"
 
     def __init__(self, dim_x: int, dim_y: int, hyper: BNPHyper):
         super().__init__(dim_x, dim_y, hyper)
-        self.encoder = DeepSetEncoder(dim_x + dim_y, hyper.dim_model, hyper.n_encoder_hidden)
+        self.encoder = pooling_encoder(dim_x, dim_y, hyper)
 
 
 @dataclass
@@ -181,18 +222,39 @@ class BANP(BootstrapNP):
         self.encoder = attentive_encoder(dim_x, dim_y, hyper)
 
 
-# The TNP-KR code (MLGlobalHealth/dl4bi @ 0205a5ca, dl4bi/meta_regression/{bnp,banp}.py,
-# configs/gp/model/{bnp,banp}.yaml): 4 bootstrap samples, scored per target point
-# (logmeanexp per target); decoder Dense([r, x]) (+ Dense(r_boot)) -> MLP([128] * 3 + [2]),
-# i.e. three hidden ReLU layers after one linear map (two Dense layers in a row); std =
-# min_std + (1 - min_std) softplus(raw). NOT the code's function (docs/fidelity.md): the
-# bootstrap term's own bias, the loss weighting (the code halves base + bootstrap) and, for
-# BANP, the CANP differences.
+# The TNP-KR code (MLGlobalHealth/dl4bi @ 0205a5ca7871bc523512c0b007c47e36ca8a567c,
+# dl4bi/meta_regression/{bnp,banp}.py, train_utils.py bootstrap_train_step, evaluate,
+# configs/gp/model/{bnp,banp}.yaml): 4 bootstrap samples at training and evaluation, scored per
+# target point (logsumexp over K - log K); decoder h = dec_hid([r, x]) (+ dec_boot(r~)), both
+# Dense(128) with bias, then dec_dist = MLP([128] * 3 + [2]); std = min_std + (1 - min_std)
+# softplus(raw); loss (NLL_boot + NLL_base) / 2 with gradients through the bootstrap contexts
+# (sample_with_replacement stops them only at the data); BNP's encoder MLP([128] * 6), mean;
+# BANP's the CANP kr-code path, whose paired-bootstrap fit keys the cross-attention with the
+# original context inputs (decode(r_ctx_boot, s_ctx_rep, s_ctx_rep)).
 _KR_BOOTSTRAP = dict(
     n_bootstrap=4, n_train_bootstrap=4, ll_estimate="marginal", dim_model=128,
-    n_decoder_hidden=3, scale_transform="affine_softplus", min_std=0.0,
+    n_decoder_hidden=3, boot_adapter="dense", bootstrap_loss="mean", bootstrap_grad=True,
+    scale_transform="affine_softplus", min_std=0.0,
 )  # fmt: skip
 register_preset("bnp", "kr-code", **_KR_BOOTSTRAP, n_encoder_hidden=5)
 register_preset(
-    "banp", "kr-code", **_KR_BOOTSTRAP, n_layers=1, n_heads=8, dim_head=16, n_embed_hidden=2
-)
+    "banp", "kr-code", **_KR_BOOTSTRAP, n_layers=1, n_heads=8, dim_head=16, n_embed_hidden=2,
+    layer="bare", keys="x", n_key_hidden=1, pair_keys="original",
+)  # fmt: skip
+
+# The BNP code (juho-lee/bnp @ 4cf4b92b38b3ac2aa4bfbbd81de596c9bf7e9645 = tung-nd/TNP-pytorch @
+# 73df9225, regression/models/{bnp,banp}.py on cnp.py / canp.py, configs/gp/{bnp,banp}.yaml,
+# gp.py): the CNP / CANP bnp-code encoders; Decoder.add_ctx: fc([r, x]) + fc_ctx(r~) with
+# fc_ctx bias-free (the concat adapter); the bootstrap under torch.no_grad (paired resample,
+# base fit at the context, resampled and centred standardised residuals); loss -(LL_base +
+# LL_boot), LL_boot per target point (logmeanexp over K); 4 bootstraps in training, 50 at
+# evaluation.
+_BNP_BOOTSTRAP = dict(
+    n_bootstrap=50, n_train_bootstrap=4, ll_estimate="marginal", dim_model=128,
+    n_decoder_hidden=2, scale_transform="affine_softplus", min_std=0.1,
+)  # fmt: skip
+register_preset("bnp", "bnp-code", **_BNP_BOOTSTRAP, n_paths=2, n_encoder_hidden=3, n_post_hidden=1)
+register_preset(
+    "banp", "bnp-code", **_BNP_BOOTSTRAP, n_layers=1, n_heads=8, dim_head=16, n_embed_hidden=1,
+    n_key_hidden=1, layer="bnp", keys="x", pooled_path=True,
+)  # fmt: skip

@@ -29,12 +29,24 @@ from torch import nn
 from torch.distributions import Normal, kl_divergence
 
 from ..batch import Batch
-from ..distributions import LatentMixture
-from ..nn import MLP, AttentiveEncoder, LatentEncoder, check_option
+from ..distributions import LatentMixture, logmeanexp
+from ..nn import (
+    ATTENTION_LAYERS,
+    MLP,
+    AttentiveEncoder,
+    AttentivePooling,
+    ConcatEncoders,
+    DeepSetEncoder,
+    KeyedAttentiveEncoder,
+    LatentEncoder,
+    attention_layer,
+    check_option,
+)
 from ..validation import validate_inputs
 from .base import HeadHyper, NeuralProcess, likelihood_head
 
-OBJECTIVES = ("ml", "elbo", "kr-code")
+OBJECTIVES = ("ml", "elbo", "kr-code", "bnp-code")
+DECODER_ORDERS = ("r-z-x", "x-r-z")
 LL_ESTIMATES = ("joint", "marginal")
 
 
@@ -46,18 +58,48 @@ def seeded_generator() -> torch.Generator:
 
 @dataclass
 class CNPHyper(HeadHyper):
-    """CNP sizes (TE F.1)."""
+    """CNP sizes (TE F.1), and the BNP code's encoder options (``docs/fidelity.md``)."""
+
+    zero_allowed: ClassVar[frozenset[str]] = frozenset({"n_post_hidden"})
 
     dim_model: int = 128
     n_encoder_hidden: int = 5
     n_decoder_hidden: int = 2
+    # pooling encoders side by side, their outputs concatenated (the BNP code's CNP: 2)
+    n_paths: int = 1
+    # hidden layers of an MLP after the mean (None: none; the BNP code: 1)
+    n_post_hidden: int | None = None
+
+
+def pooling_encoder(dim_x: int, dim_y: int, hyper) -> nn.Module:
+    """The CNP deterministic path: one :class:`DeepSetEncoder`, or ``n_paths`` side by side."""
+
+    def one():
+        return DeepSetEncoder(
+            dim_x + dim_y, hyper.dim_model, hyper.n_encoder_hidden, hyper.n_post_hidden
+        )
+
+    n_paths = getattr(hyper, "n_paths", 1)
+    return one() if n_paths == 1 else ConcatEncoders([one() for _ in range(n_paths)])
 
 
 @dataclass
 class CANPHyper(HeadHyper):
-    """CANP sizes: ``n_layers`` self-attention blocks over the context (ANP: 2)."""
+    """CANP sizes: ``n_layers`` self-attention layers over the context (ANP: 2), and the
+    reference codes' structures (``docs/fidelity.md``):
 
-    zero_allowed: ClassVar[frozenset[str]] = frozenset({"n_layers"})  # cross-attention remains
+    - ``layer``: ``"block"`` (pre-norm residual blocks with a feed-forward MLP), ``"bare"``
+      (attention alone: the TNP-KR code) or ``"bnp"`` (the BNP code's post-norm attention);
+      see :mod:`tnpx.nn.set_attention`.
+    - ``keys``: ``"tokens"`` (cross-attention keys = values = the self-attended context
+      tokens) or ``"x"`` (keys ``MLP_k(x_c)`` and queries ``MLP_k(x_t)`` from one MLP of
+      ``n_key_hidden`` hidden layers, values the tokens: both reference codes); ``"x"`` needs
+      ``layer`` ``"bare"`` or ``"bnp"``.
+    - ``pooled_path``: a second, mean-pooled path ``MLP(mean(SelfAttn(relu(MLP([x, y])))))``
+      concatenated to the cross-attention output (the BNP code's CANP and BANP).
+    """
+
+    zero_allowed: ClassVar[frozenset[str]] = frozenset({"n_layers", "n_key_hidden"})
 
     dim_model: int = 128
     n_layers: int = 2
@@ -66,14 +108,60 @@ class CANPHyper(HeadHyper):
     dim_ff: int = 128
     n_embed_hidden: int = 2
     n_decoder_hidden: int = 2
+    layer: str = "block"  # block | bare | bnp
+    keys: str = "tokens"  # tokens | x
+    n_key_hidden: int | None = None  # None: n_embed_hidden
+    pooled_path: bool = False
 
 
-def attentive_encoder(dim_x: int, dim_y: int, hyper: CANPHyper) -> AttentiveEncoder:
-    """The CANP deterministic path for ``hyper``'s sizes."""
+def attentive_encoder(dim_x: int, dim_y: int, hyper: CANPHyper) -> nn.Module:
+    """The CANP deterministic path for ``hyper``'s sizes and structure."""
     h = hyper
-    return AttentiveEncoder(
-        dim_x, dim_y, h.dim_model, h.n_layers, h.n_heads, h.dim_head, h.dim_ff, h.n_embed_hidden
-    )
+    check_option("layer", h.layer, ATTENTION_LAYERS)
+    check_option("keys", h.keys, ("tokens", "x"))
+    if h.layer == "block":
+        if h.keys != "tokens":
+            raise ValueError("keys='x' needs layer 'bare' or 'bnp' (blocks take keys = values)")
+        cross = AttentiveEncoder(
+            dim_x, dim_y, h.dim_model, h.n_layers, h.n_heads, h.dim_head, h.dim_ff,
+            h.n_embed_hidden,
+        )  # fmt: skip
+    else:
+        n_key = h.n_embed_hidden if h.n_key_hidden is None else h.n_key_hidden
+        cross = KeyedAttentiveEncoder(
+            dim_x, dim_y, h.dim_model, h.n_layers, h.n_heads, h.dim_head, h.n_embed_hidden,
+            n_key, h.layer, h.keys,
+        )  # fmt: skip
+    if not h.pooled_path:
+        return cross
+    return ConcatEncoders([cross, attentive_pooling(dim_x + dim_y, h.dim_model, h)])
+
+
+def self_attention_layers(hyper: CANPHyper) -> list[nn.Module]:
+    """``n_layers`` self-attention layers of kind ``hyper.layer``."""
+    h = hyper
+    return [
+        attention_layer(h.layer, h.dim_model, h.n_heads, h.dim_head, h.dim_ff)
+        for _ in range(h.n_layers)
+    ]
+
+
+def attentive_pooling(dim_in: int, dim_out: int, hyper: CANPHyper, cls=AttentivePooling):
+    """A pooling path with ``hyper``'s self-attention layers (``cls``: :class:`AttentivePooling`
+    or :class:`LatentEncoder`, whose ``dim_out`` is ``dim_latent``). The BNP code's has a ReLU
+    before its attention (``layer="bnp"``)."""
+    h = hyper
+    return cls(
+        dim_in, h.dim_model, dim_out, h.n_embed_hidden, self_attention_layers(h),
+        relu_embed=h.layer == "bnp",
+    )  # fmt: skip
+
+
+def deterministic_width(hyper) -> int:
+    """The width of the deterministic path's output ``r`` (the decoder's input before ``x``):
+    ``dim_model`` times the number of paths side by side."""
+    paths = getattr(hyper, "n_paths", 1) * (2 if getattr(hyper, "pooled_path", False) else 1)
+    return hyper.dim_model * paths
 
 
 class MixtureNP(NeuralProcess):
@@ -149,8 +237,9 @@ class LatentOptions:
     dim_latent: int = 128
     n_samples: int = 16  # K at evaluation
     n_train_samples: int = 4  # K in training
-    objective: str = "ml"  # ml | elbo | kr-code
+    objective: str = "ml"  # ml | elbo | kr-code | bnp-code
     ll_estimate: str = "joint"  # joint | marginal
+    decoder_order: str = "r-z-x"  # the decoder's input: [r, z, x] | [x, r, z] (TNP-KR's ANP)
 
 
 class LatentNP(MixtureNP):
@@ -169,6 +258,11 @@ class LatentNP(MixtureNP):
     - ``"kr-code"``: what the TNP-KR code trains its NP/ANP with:
       ``-(E_{q(z | C)}[sum_t log p(y_t | z)] - KL(q(z | T) || q(z | C)))``, reconstruction under
       context samples, ``q`` from the targets alone. Not a bound; kept to reproduce KR.
+    - ``"bnp-code"``: what the BNP code (juho-lee/bnp, tung-nd/TNP-pytorch ``np.py``,
+      ``anp.py``) trains with, ``q(z | T)`` from the targets alone (its targets are all
+      points, the context included) and ``z_k ~ q(z | T)``: for ``K > 1`` the importance-
+      weighted bound ``-logmeanexp_k(sum_t log p(y_t | z_k) + log q(z_k | C) - log q(z_k |
+      T))``; for ``K = 1`` ``-(sum_t log p(y_t | z) - KL(q(z | T) || q(z | C)))``.
     """
 
     deterministic: nn.Module  # set by the subclass
@@ -177,9 +271,10 @@ class LatentNP(MixtureNP):
     def __init__(self, dim_x: int, dim_y: int, hyper):
         super().__init__(dim_x, dim_y, hyper)
         check_option("objective", hyper.objective, OBJECTIVES)
+        check_option("decoder_order", hyper.decoder_order, DECODER_ORDERS)
         d = hyper.dim_model
         self.likelihood = likelihood_head(hyper, dim_y)
-        n_in = d + hyper.dim_latent + dim_x
+        n_in = deterministic_width(hyper) + hyper.dim_latent + dim_x
         self.decoder = MLP(n_in, self.likelihood.n_params, d, hyper.n_decoder_hidden)
 
     def draw(self, q: Normal, k: int) -> torch.Tensor:
@@ -193,8 +288,9 @@ class LatentNP(MixtureNP):
         with batch shape ``[k, b, n_tgt, dim_y]``."""
         k, n_tgt = z.shape[0], xt.shape[1]
         z = z[:, :, None, :].expand(-1, -1, n_tgt, -1)
-        inputs = torch.cat([r.expand(k, *r.shape), z, xt.expand(k, *xt.shape)], -1)
-        return self.likelihood(self.decoder(inputs))
+        r, xt = r.expand(k, *r.shape), xt.expand(k, *xt.shape)
+        parts = [r, z, xt] if self.hyper.decoder_order == "r-z-x" else [xt, r, z]
+        return self.likelihood(self.decoder(torch.cat(parts, -1)))
 
     def _predict(self, xc, yc, xt, mask_c) -> LatentMixture:
         r = self.deterministic(xc, yc, xt, mask_c)
@@ -211,10 +307,16 @@ class LatentNP(MixtureNP):
             both = None if mask_c is None else torch.cat([mask_c, mask_c.new_ones(yt.shape[:2])], 1)
             posterior = self.latent(torch.cat([xc, xt], 1), torch.cat([yc, yt], 1), both)
             z = self.draw(posterior, self.n_components)
-        else:  # kr-code
+        elif self.hyper.objective == "kr-code":
             posterior = self.latent(xt, yt, None)
             z = self.draw(prior, self.n_components)
+        else:  # bnp-code
+            posterior = self.latent(xt, yt, None)
+            z = self.draw(posterior, self.n_components)
         pred = self.decode(self.deterministic(xc, yc, xt, mask_c), z, xt)
-        reconstruction = pred.log_prob(yt).sum((-1, -2)).mean(0)  # [b]
+        log_lik = pred.log_prob(yt).sum((-1, -2))  # [k, b]
+        if self.hyper.objective == "bnp-code" and z.shape[0] > 1:  # np.py: log_w, logmeanexp
+            log_w = log_lik + prior.log_prob(z).sum(-1) - posterior.log_prob(z).sum(-1)
+            return -(logmeanexp(log_w, 0) / n_tgt).mean()
         kl = kl_divergence(posterior, prior).sum(-1)  # [b]
-        return -((reconstruction - kl) / n_tgt).mean()
+        return -((log_lik.mean(0) - kl) / n_tgt).mean()

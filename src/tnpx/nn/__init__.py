@@ -19,23 +19,44 @@ from .mlp import MLP
 from .performer import PerformerAttention, orthogonal_features, positive_features
 from .rotary import RotaryAttention
 from .segments import KeySegment, SegmentedKeys, segmented_attention
+from .set_attention import (
+    ATTENTION_LAYERS,
+    KeyedAttentiveEncoder,
+    KeyValueAttention,
+    QueryResidualAttention,
+    attention_layer,
+)
 from .setconv import SetConvFromGrid, SetConvToGrid, grid_box
-from .sets import AttentiveEncoder, DeepSetEncoder, LatentEncoder, masked_mean
+from .sets import (
+    AttentiveEncoder,
+    AttentivePooling,
+    ConcatEncoders,
+    DeepSetEncoder,
+    GlobalEncoder,
+    LatentEncoder,
+    masked_mean,
+)
 from .stack import TARGETS_READ, TwoStreamStack
 from .te_attention import RELATIVE_KINDS, PositionalKeys, RelativeLogits, TEMultiHeadAttention
 from .tokens import TOKEN_KINDS, BufferTokens, TokenEmbedder
 
 __all__ = [
+    "ATTENTION_LAYERS",
     "MLP",
     "AttentiveEncoder",
+    "AttentivePooling",
     "BufferCache",
     "BufferTokens",
     "CausalStack",
+    "ConcatEncoders",
     "ContextCache",
     "DeepSetEncoder",
+    "GlobalEncoder",
     "HeadProjections",
     "HyperMixing",
     "KernelAttention",
+    "KeyValueAttention",
+    "KeyedAttentiveEncoder",
     "KeySegment",
     "KeySums",
     "LatentEncoder",
@@ -44,6 +65,7 @@ __all__ = [
     "PerformerAttention",
     "PlainCNN",
     "PositionalKeys",
+    "QueryResidualAttention",
     "PreparedKeys",
     "ProjectedKeys",
     "RELATIVE_KINDS",
@@ -59,6 +81,7 @@ __all__ = [
     "TokenEmbedder",
     "TwoStreamStack",
     "UNet",
+    "attention_layer",
     "build_grid_cnn",
     "check_option",
     "grid_box",

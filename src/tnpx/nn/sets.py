@@ -1,5 +1,9 @@
 """Set encoders shared by the CNP family: masked mean pooling, the DeepSet encoder, the
-attentive (ANP) encoder and the latent encoder ``q(z | S)``."""
+attentive (ANP) encoder, attentive pooling, the latent encoder ``q(z | S)``, and several
+encoders side by side (:class:`ConcatEncoders`).
+
+Every deterministic encoder is called ``encoder(xc, yc, xq, mask_c) -> [b, n_q, dim_out]``.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +13,7 @@ import torch
 from torch import nn
 from torch.distributions import Normal
 
-from .blocks import ResidualBlock, softmax_block
+from .blocks import softmax_block
 from .mlp import MLP
 
 
@@ -22,22 +26,55 @@ def masked_mean(z: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
     return (z * w).sum(1) / w.sum(1).clamp_min(1.0)
 
 
-class DeepSetEncoder(nn.Module):
-    """The CNP encoder: ``r(x_q) = mean_n MLP([x_n, y_n])``, the same for every query."""
+class GlobalEncoder(nn.Module):
+    """An encoder of the context into one vector, the same for every query (``pooled``)."""
 
-    def __init__(self, dim_in: int, dim_model: int, n_hidden: int):
+    def pooled(self, xc, yc, mask_c) -> torch.Tensor:
+        raise NotImplementedError
+
+    def forward(self, xc, yc, xq, mask_c, x_keys=None) -> torch.Tensor:
+        """:meth:`pooled` repeated for every query ``xq [b, n_q, dim_x]`` -> ``[b, n_q,
+        dim_out]`` (``x_keys``, for attentive encoders, has no use here)."""
+        return self.pooled(xc, yc, mask_c)[:, None, :].expand(-1, xq.shape[1], -1)
+
+
+class DeepSetEncoder(GlobalEncoder):
+    """The CNP encoder: ``r = mean_n MLP([x_n, y_n])``, the same for every query; with
+    ``n_post_hidden`` set, ``r = MLP_post(mean_n MLP([x_n, y_n]))`` (the BNP code's
+    ``PoolingEncoder``, juho-lee/bnp ``regression/models/modules.py``)."""
+
+    def __init__(
+        self, dim_in: int, dim_model: int, n_hidden: int, n_post_hidden: int | None = None
+    ):
         super().__init__()
+        self.dim_out = dim_model
         self.mlp = MLP(dim_in, dim_model, dim_model, n_hidden)
+        if n_post_hidden is not None:
+            self.post = MLP(dim_model, dim_model, dim_model, n_post_hidden)
 
     def pooled(self, xc, yc, mask_c) -> torch.Tensor:
         """xc ``[b, n_ctx, dim_x]``, yc ``[b, n_ctx, dim_y]``, mask_c ``[b, n_ctx]`` or None
         -> ``r [b, dim_model]``."""
-        return masked_mean(self.mlp(torch.cat([xc, yc], -1)), mask_c)
+        r = masked_mean(self.mlp(torch.cat([xc, yc], -1)), mask_c)
+        return self.post(r) if hasattr(self, "post") else r
 
-    def forward(self, xc, yc, xq, mask_c) -> torch.Tensor:
-        """As :meth:`pooled`, repeated for every query ``xq [b, n_q, dim_x]`` ->
-        ``[b, n_q, dim_model]``."""
-        return self.pooled(xc, yc, mask_c)[:, None, :].expand(-1, xq.shape[1], -1)
+
+class ConcatEncoders(nn.ModuleList):
+    """Encoders side by side, their outputs concatenated: ``[r_1, r_2, ...]`` (the BNP code's
+    CNP has two pooling encoders, its CANP a cross-attention and a pooling encoder)."""
+
+    def __init__(self, encoders):
+        super().__init__(encoders)
+        self.dim_out = sum(e.dim_out for e in self)
+
+    def pooled(self, xc, yc, mask_c) -> torch.Tensor:
+        """For global encoders: ``[b, dim_out]``."""
+        return torch.cat([e.pooled(xc, yc, mask_c) for e in self], -1)
+
+    def forward(self, xc, yc, xq, mask_c, x_keys=None) -> torch.Tensor:
+        """``[b, n_q, dim_out]``; ``x_keys`` goes to every encoder."""
+        kwargs = {} if x_keys is None else {"x_keys": x_keys}
+        return torch.cat([e(xc, yc, xq, mask_c, **kwargs) for e in self], -1)
 
 
 class AttentiveEncoder(nn.Module):
@@ -56,7 +93,7 @@ class AttentiveEncoder(nn.Module):
         n_embed_hidden: int,
     ):
         super().__init__()
-        d = dim_model
+        d = self.dim_out = dim_model
         self.embed_context = MLP(dim_x + dim_y, d, d, n_embed_hidden)
         self.embed_query = MLP(dim_x, d, d, n_embed_hidden)
         self.self_attention = nn.ModuleList(
@@ -73,11 +110,43 @@ class AttentiveEncoder(nn.Module):
         return self.cross_attention(self.embed_query(xq), h, mask_c)
 
 
-class LatentEncoder(nn.Module):
+class AttentivePooling(GlobalEncoder):
+    """``r = head(mean_n blocks(act(MLP([x_n, y_n]))))``: ``blocks`` are self-attention layers
+    called ``block(h, h, mask)``; ``act`` is a ReLU where ``relu_embed`` (the BNP code's
+    ``PoolingEncoder(self_attn=True)`` puts one between its MLP and ``SelfAttn``), else the
+    identity; ``head = MLP(dim_model -> dim_out)`` with one hidden layer, or ``n_head_hidden``."""
+
+    def __init__(
+        self,
+        dim_in: int,
+        dim_model: int,
+        dim_out: int,
+        n_hidden: int,
+        blocks: Iterable[nn.Module] = (),
+        relu_embed: bool = False,
+        n_head_hidden: int = 1,
+    ):
+        super().__init__()
+        self.dim_out, self.relu_embed = dim_out, relu_embed
+        self.embed = MLP(dim_in, dim_model, dim_model, n_hidden)
+        self.blocks = nn.ModuleList(blocks)
+        self.head = MLP(dim_model, dim_out, dim_model, n_head_hidden)
+
+    def pooled(self, xc, yc, mask_c) -> torch.Tensor:
+        """x ``[b, n, dim_x]``, y ``[b, n, dim_y]``, mask ``[b, n]`` or None -> ``[b,
+        dim_out]``."""
+        h = self.embed(torch.cat([xc, yc], -1))
+        h = torch.relu(h) if self.relu_embed else h
+        for block in self.blocks:
+            h = block(h, h, mask_c)
+        return self.head(masked_mean(h, mask_c))
+
+
+class LatentEncoder(AttentivePooling):
     """``q(z | S) = N(mu, diag(sigma^2))`` from a set ``S`` of ``(x, y)`` pairs:
-    ``h = blocks(MLP([x, y]))``, ``(mu, s) = head(mean_n h_n)``, ``sigma = 0.1 + 0.9 sigmoid(s)``
-    (the parametrisation of the ANP reference code). ``blocks`` are self-attention blocks
-    (ANP's latent path); none for the NP."""
+    ``(mu, s) = AttentivePooling(S)`` (``dim_out = 2 dim_latent``), ``sigma = 0.1 + 0.9
+    sigmoid(s)`` (the parametrisation of the ANP and BNP reference codes). ``blocks`` are
+    self-attention layers (ANP's latent path); none for the NP."""
 
     def __init__(
         self,
@@ -85,18 +154,13 @@ class LatentEncoder(nn.Module):
         dim_model: int,
         dim_latent: int,
         n_hidden: int,
-        blocks: Iterable[ResidualBlock] = (),
+        blocks: Iterable[nn.Module] = (),
+        relu_embed: bool = False,
     ):
-        super().__init__()
-        self.embed = MLP(dim_in, dim_model, dim_model, n_hidden)
-        self.blocks = nn.ModuleList(blocks)
-        self.head = MLP(dim_model, 2 * dim_latent, dim_model, 1)
+        super().__init__(dim_in, dim_model, 2 * dim_latent, n_hidden, blocks, relu_embed)
 
     def forward(self, x, y, mask) -> Normal:
         """x ``[b, n, dim_x]``, y ``[b, n, dim_y]``, mask ``[b, n]`` or None -> ``Normal``
         with batch shape ``[b, dim_latent]``."""
-        h = self.embed(torch.cat([x, y], -1))
-        for block in self.blocks:
-            h = block(h, h, mask)
-        mu, s = self.head(masked_mean(h, mask)).chunk(2, -1)
+        mu, s = self.pooled(x, y, mask).chunk(2, -1)
         return Normal(mu, 0.1 + 0.9 * torch.sigmoid(s), validate_args=False)
