@@ -154,3 +154,30 @@ def reference_prediction(model, reference: Reference, xc, yc, xt, mask):
 
 def count_parameters(model: torch.nn.Module) -> int:
     return sum(p.numel() for p in model.parameters())
+
+
+# --- the draws of stochastic models, fixed ---------------------------------------------------
+
+
+def fix_latent_draw(monkeypatch, model, eps: torch.Tensor) -> None:
+    """A latent model's ``z_k ~ q`` from the standard-normal draws ``eps [K, d_z]`` given
+    here, shared by the tasks (as the model shares its own)."""
+    monkeypatch.setattr(model, "draw", lambda q, k: q.loc + q.scale * eps[:k, None, :])
+
+
+def fix_bootstrap(monkeypatch, mask: torch.Tensor, k: int, seed: int = 8) -> torch.Tensor:
+    """The bootstrap models' resampling indices ``[2, K, b, n_ctx]`` (pairs, residuals) drawn
+    here, each below its task's number of valid points, with the context left in slot order
+    (valid points first, ``mask [b, n_ctx]``); returns the indices."""
+    import tnpx.models.bootstrap as bootstrap
+
+    n_valid = mask.sum(1)
+    u = torch.rand(2, k, *mask.shape, generator=torch.Generator().manual_seed(seed))
+    index = (u * n_valid[None, None, :, None]).long()
+    monkeypatch.setattr(bootstrap, "resample_indices", lambda n, n_ctx, kk: index[:, :kk])
+    monkeypatch.setattr(
+        bootstrap,
+        "canonical_order",
+        lambda xc, yc, m: (~m).to(torch.uint8).argsort(dim=1, stable=True),
+    )
+    return index

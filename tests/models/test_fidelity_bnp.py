@@ -24,9 +24,10 @@ import torch
 from torch.testing import assert_close
 
 import tnpx
-import tnpx.models.bootstrap as bootstrap_module
 from reference_ops import (
     TOL,
+    fix_bootstrap,
+    fix_latent_draw,
     head_columns,
     layer_norm,
     linear,
@@ -171,11 +172,6 @@ def latent_decode(sd, xc, yc, xt, z, attentive):
     return torch.stack([m for m, _ in out]), torch.stack([s for _, s in out])
 
 
-def fix_latent_draw(monkeypatch, model, eps):
-    """The standard-normal draws behind ``z_k ~ q``: ``eps [K, d_z]``, shared by the tasks."""
-    monkeypatch.setattr(model, "draw", lambda q, k: q.loc + q.scale * eps[:k, None, :])
-
-
 # --- deterministic models: CNP, CANP, and cambridge's CNP -------------------------------------
 
 
@@ -266,21 +262,6 @@ def test_latent_training_objective_is_the_reference(monkeypatch, name, k):
 
 
 # --- BNP and BANP: the bootstrap given the resampling indices ---------------------------------
-
-
-def fix_bootstrap(monkeypatch, mask, k, seed=8):
-    """Resampling indices ``[2, K, b, n_ctx]`` (pairs, residuals) drawn here, each below the
-    task's number of valid points, and the context left in slot order (valid points first)."""
-    n_valid = mask.sum(1)
-    u = torch.rand(2, k, *mask.shape, generator=torch.Generator().manual_seed(seed))
-    index = (u * n_valid[None, None, :, None]).long()
-    monkeypatch.setattr(bootstrap_module, "resample_indices", lambda n, n_ctx, kk: index[:, :kk])
-    monkeypatch.setattr(
-        bootstrap_module,
-        "canonical_order",
-        lambda xc, yc, m: (~m).to(torch.uint8).argsort(dim=1, stable=True),
-    )
-    return index
 
 
 def bootstrap_reference(sd, xc, yc, xt, index, encode, grad=False):
