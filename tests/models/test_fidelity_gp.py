@@ -125,3 +125,42 @@ def test_gp_oracle_equals_the_ground_truth_predictor(name):
         mean, std = ground_truth_reference(xc[i, mask[i]], yc[i, mask[i]], xt[i], kernel, noise)
         assert_close(pred.mean[i], mean, **TOL)
         assert_close(pred.stddev[i], std, **TOL)
+
+
+@pytest.mark.parametrize("n_tasks", [1, 2])
+def test_fitted_gp_kernels_are_the_te_paper_kernels(n_tasks):
+    """``gp`` / ``mt-gp`` (no code of the TE paper fits a GP; its App. F.3-F.4 text): the GP
+    of ``gp`` is ``s^2 exp(-1/2 sum_d (x_d - x'_d)^2 / l_d^2)`` (SE with a lengthscale per
+    input axis, ``ScaleKernel``), that of ``mt-gp`` ``B[t, t'] exp(...)`` with ``B = W W^T +
+    diag(v)`` a free 2 x 2 inter-task covariance; a padded row (observed flag 0) has no
+    covariance with anything. Hyper-parameters random, float64."""
+    from tnpx.models.gp_fit import _BatchGP  # the per-call GP behind both models
+
+    gen = torch.Generator().manual_seed(3)
+    batch, n, dim_x = 2, 6, 3
+    x = torch.randn(batch, n, dim_x, generator=gen, dtype=torch.float64)
+    task = torch.randint(0, n_tasks, (batch, n), generator=gen).double()
+    observed = torch.tensor([[1, 1, 0, 1, 1, 1], [1, 0, 1, 1, 0, 1]], dtype=torch.float64)
+    rows = torch.cat([x, task[..., None], observed[..., None]], -1)
+    gp = _BatchGP(rows, torch.zeros(batch, n, dtype=torch.float64), n_tasks)
+    lengthscale = 0.5 + torch.rand(batch, 1, dim_x, generator=gen, dtype=torch.float64)
+    if n_tasks == 1:
+        scale = 0.5 + torch.rand(batch, generator=gen, dtype=torch.float64)
+        gp.covar_module.x_kernel.base_kernel.lengthscale = lengthscale
+        gp.covar_module.x_kernel.outputscale = scale
+        b = scale[:, None, None].expand(batch, 1, 1)
+    else:
+        factor = torch.randn(batch, n_tasks, n_tasks, generator=gen, dtype=torch.float64)
+        var = 0.1 + torch.rand(batch, n_tasks, generator=gen, dtype=torch.float64)
+        gp.covar_module.x_kernel.lengthscale = lengthscale
+        gp.covar_module.task_kernel.covar_factor.data.copy_(factor)
+        gp.covar_module.task_kernel.var = var
+        b = factor @ factor.transpose(1, 2) + torch.diag_embed(var)
+    with torch.no_grad():
+        ours = gp.covar_module(rows).to_dense()
+    for i in range(batch):
+        diff = (x[i, :, None, :] - x[i, None, :, :]) / lengthscale[i, 0]
+        t = task[i].long()
+        k = b[i][t[:, None], t[None, :]] * torch.exp(-0.5 * (diff**2).sum(-1))
+        k = k * observed[i, :, None] * observed[i, None, :]
+        assert_close(ours[i], k, atol=1e-12, rtol=0)

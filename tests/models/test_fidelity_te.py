@@ -314,3 +314,37 @@ def test_preset_models_save_and_load(tmp_path, name, preset):
         a, b = model(xc, yc, xt, mask_c=mask), loaded(xc, yc, xt, mask_c=mask)
     assert_close(a.mean, b.mean, atol=0, rtol=0)
     assert_close(a.stddev, b.stddev, atol=0, rtol=0)
+
+
+# --- RCNP: the TE paper's text (no code of it is public; docs/fidelity.md) -------------------
+
+
+def rcnp_reference(sd, xc, yc, xt, h):
+    """TE App. F.1, Eq. 38: e(x_t) = mean_n phi([x_t - x_c,n, y_c,n]), phi an MLP of five
+    hidden layers of D_z; tnpx's decoder MLP from e alone and its default head
+    ``sqrt(softplus(raw) + min_std^2)``."""
+    pairs = torch.cat(
+        [
+            xt[:, None, :] - xc[None, :, :],
+            yc[None, :, :].expand(len(xt), -1, -1),
+        ],
+        -1,
+    )  # [n_tgt, n_ctx, dim_x + dim_y]
+    e = mlp(pairs, sd, "phi", h["n_encoder_hidden"] + 1).mean(1)
+    loc, raw = mlp(e, sd, "decoder", h["n_decoder_hidden"] + 1).chunk(2, -1)
+    return loc, (softplus(raw) + h["min_std"] ** 2).sqrt()
+
+
+def test_rcnp_equals_the_te_paper_equation():
+    model = randomise(tnpx.build_model("rcnp", 2, 2, dim_model=8, min_std=0.05))
+    xc, yc, xt, mask = masked_task()
+    with torch.no_grad():
+        pred = model(xc, yc, xt, mask_c=mask)
+        streamed = model.predict_streamed(xc, yc, xt, mask_c=mask, chunk_size=2)
+    mean, std = reference_prediction(model, rcnp_reference, xc, yc, xt, mask)
+    for got in (pred, streamed):
+        assert_close(got.mean, mean, **TOL)
+        assert_close(got.stddev, std, **TOL)
+    # TE F.1 sizes (dim_x = dim_y = 1): phi 2 -> 128 (x5) -> 128, decoder 128 -> 128 x2 -> 2
+    phi = 2 * 128 + 128 + 5 * (128 * 128 + 128)
+    assert count(tnpx.build_model("rcnp")) == phi + 2 * (128 * 128 + 128) + 128 * 2 + 2
