@@ -8,8 +8,14 @@
 
 M learned pseudo-tokens start from a standard normal (TE F.1). Targets read only from the
 pseudo-tokens, so they are conditionally independent given the context. Tokens come from
-:class:`~tnpx.nn.TokenEmbedder` (flagged, or y-only for TE), blocks are
-:class:`~tnpx.nn.ResidualBlock` s.
+:class:`~tnpx.nn.TokenEmbedder` (``tokens``: flagged, or y-only for TE), blocks are
+:class:`~tnpx.nn.ResidualBlock` s. The last layer's context update is read by no one, so it is
+never computed; ``final_context_block=False`` also drops its parameters (cambridge-mlg/tnp's
+``ISTEncoder`` has ``num_layers - 1`` such blocks).
+
+Presets computing the TE paper's code (cambridge-mlg/tnp ``ist.yml`` / ``lbanp.yml``,
+cambridge-mlg/tetnp ``teist.yml``; ``docs/fidelity.md``): ``pt-tnp-ist`` and
+``pt-tnp-perceiver`` ``te-code``, ``te-pt-tnp`` ``released-code``.
 """
 
 from __future__ import annotations
@@ -33,12 +39,16 @@ from ..nn import (
     zero_where_no_key,
 )
 from .base import NeuralProcess, likelihood_head, register, register_preset
+from .te_code import TE_CODE_ATTENTION, TE_CODE_HEAD, TE_CODE_SIZES
 from .transformer import TransformerSizes, te_attention
 
 
 @dataclass
 class PTTNPHyper(TransformerSizes):
     n_pseudo: int = 32
+    tokens: str = "flagged"  # flagged [x,y,1]/[x,0,0] | target-flagged [x,y,0]/[x,0,1] | plain
+    qkv_bias: bool = True  # biases on the query, key and value projections
+    final_context_block: bool = True  # IST styles: parameters for the last context update
 
 
 @dataclass
@@ -54,20 +64,27 @@ class _PseudoTokenNP(NeuralProcess):
     """Parts every PT-TNP has: likelihood head, token embedder, M pseudo-tokens, ``n_layers``
     layers of three blocks (the last one: targets read the pseudo-tokens), decoder MLP."""
 
-    tokens = "flagged"
+    token_kinds: tuple[str, ...] = ("flagged", "target-flagged", "plain")
     renamed_parameters = {1: (("embed.", "embed.mlp."),)}
 
     def __init__(self, dim_x: int, dim_y: int, hyper: PTTNPHyper):
+        check_option("tokens", hyper.tokens, self.token_kinds)
         super().__init__(dim_x, dim_y, hyper)
         d = hyper.dim_model
         self.likelihood = likelihood_head(hyper, dim_y)
-        self.embed = TokenEmbedder(self.tokens, dim_x, dim_y, d, d, hyper.n_embed_hidden)
+        self.embed = TokenEmbedder(hyper.tokens, dim_x, dim_y, d, d, hyper.n_embed_hidden)
         self.pseudo = nn.Parameter(torch.randn(hyper.n_pseudo, d))
         self._init_pseudo_locations()
-        self.layers = nn.ModuleList(
-            nn.ModuleList(self._block() for _ in range(3)) for _ in range(hyper.n_layers)
-        )
+        self.layers = nn.ModuleList(self._layer(i) for i in range(hyper.n_layers))
         self.decoder = MLP(d, self.likelihood.n_params, d, hyper.n_decoder_hidden)
+
+    def _layer(self, layer: int) -> nn.ModuleList:
+        """A layer's three blocks; IST styles without ``final_context_block`` hold no
+        parameters for the last layer's context update (an ``nn.Identity`` in its place)."""
+        last = layer == self.hyper.n_layers - 1
+        if last and not self.hyper.final_context_block:
+            return nn.ModuleList([self._block(), nn.Identity(), self._block()])
+        return nn.ModuleList(self._block() for _ in range(3))
 
     def _init_pseudo_locations(self) -> None:
         """TE-PT-TNP's pseudo-location parameters (before the blocks, as their order in
@@ -75,7 +92,7 @@ class _PseudoTokenNP(NeuralProcess):
 
     def _block(self) -> ResidualBlock:
         h = self.hyper
-        return softmax_block(h.dim_model, h.n_heads, h.dim_head, h.dim_ff)
+        return softmax_block(h.dim_model, h.n_heads, h.dim_head, h.dim_ff, qkv_bias=h.qkv_bias)
 
     def _decode_targets(self, state: PseudoTokens, xt):
         """Targets read the pseudo-tokens only: ``Zt <- MHCA(Zt, U_l)`` per layer."""
@@ -96,9 +113,10 @@ class PTTNPIST(_PseudoTokenNP):
         zc = self.embed.context(xc, yc)
         u = self.pseudo.expand(xc.shape[0], -1, -1)
         states = []
-        for to_pseudo, to_context, _ in self.layers:
+        for layer, (to_pseudo, to_context, _) in enumerate(self.layers):
             u = to_pseudo(u, zc, mask_c)  # U <- MHCA(U, Zc)
-            zc = to_context(zc, u)  # Zc <- MHCA(Zc, U)
+            if layer < len(self.layers) - 1:  # the last update is read by no one
+                zc = to_context(zc, u)  # Zc <- MHCA(Zc, U)
             states.append(u)
         return PseudoTokens(states)
 
@@ -109,6 +127,11 @@ class PTTNPPerceiver(_PseudoTokenNP):
 
     Hyper = PTTNPHyper
     summary = "Pseudo-token TNP, perceiver style (LBANP-like; O(M N))"
+
+    def __init__(self, dim_x: int, dim_y: int, hyper: PTTNPHyper):
+        if not hyper.final_context_block:
+            raise ValueError("final_context_block applies to IST styles; a perceiver has none")
+        super().__init__(dim_x, dim_y, hyper)
 
     def _encode_context(self, xc, yc, mask_c) -> PseudoTokens:
         zc = self.embed.context(xc, yc)
@@ -126,11 +149,13 @@ PSEUDO_INITS = ("attention", "mean")
 
 @dataclass
 class TEPTTNPHyper(PTTNPHyper):
+    tokens: str = "y-only"  # context [y, 0], targets [0, 1]: no x in a token (the only kind)
     relative: str = "post"
     location_update: bool = True  # TE Eq. 10 on pseudo, context and target locations
     pseudo_init: str = "attention"  # TE Eq. 11 ("attention") or v0 + mean of x_c ("mean")
     dim_relative_hidden: int | None = None  # width of the rho / phi MLPs (None: dim_model)
     chunk_elements: int = 2**24
+    rho_order: str = "dots-first"  # rho(cat[dots, x_n - x_m]) | "rel-first" (the TE code)
 
 
 class PseudoLocationInit(HeadProjections):
@@ -138,8 +163,8 @@ class PseudoLocationInit(HeadProjections):
     over context tokens of ``(W_q u_m . W_k z_n) / sqrt(d_head)`` and ``w = softmax(a)``;
     rows sum to one, so shifting every ``x_n`` shifts every ``v_m`` by the same amount."""
 
-    def __init__(self, dim_model: int, n_heads: int, dim_head: int):
-        super().__init__(dim_model, n_heads, dim_head, values=False)
+    def __init__(self, dim_model: int, n_heads: int, dim_head: int, qkv_bias: bool = True):
+        super().__init__(dim_model, n_heads, dim_head, values=False, qkv_bias=qkv_bias)
         self.head_logits = nn.Parameter(torch.zeros(n_heads))
 
     def forward(self, u, zc, xc, mask_c):
@@ -160,7 +185,7 @@ class TEPTTNP(_PseudoTokenNP):
     """TE-PT-TNP: IST-style pseudo-tokens with pseudo-locations and TE attention (TE §3.1)."""
 
     Hyper = TEPTTNPHyper
-    tokens = "y-only"
+    token_kinds = ("y-only",)
     translation_equivariant = True
     summary = "Translation-equivariant pseudo-token TNP with pseudo-locations (TE Eq. 11)"
 
@@ -172,7 +197,7 @@ class TEPTTNP(_PseudoTokenNP):
         h = self.hyper
         self.pseudo_loc = nn.Parameter(torch.randn(h.n_pseudo, self.dim_x))
         self.loc_init = (
-            PseudoLocationInit(h.dim_model, h.n_heads, h.dim_head)
+            PseudoLocationInit(h.dim_model, h.n_heads, h.dim_head, h.qkv_bias)
             if h.pseudo_init == "attention"
             else None
         )
@@ -192,9 +217,10 @@ class TEPTTNP(_PseudoTokenNP):
             offset = masked_mean(xc, mask_c)[:, None, :]
         v = self.pseudo_loc.expand(b, -1, -1) + offset
         tokens, locations = [], []
-        for to_pseudo, to_context, _ in self.layers:
+        for layer, (to_pseudo, to_context, _) in enumerate(self.layers):
             u, v = to_pseudo.located(u, zc, v, xc, mask_c)
-            zc, xc = to_context.located(zc, u, xc, v)
+            if layer < len(self.layers) - 1:  # the last update is read by no one
+                zc, xc = to_context.located(zc, u, xc, v)
             tokens.append(u)
             locations.append(v)
         return PseudoTokens(tokens, locations)
@@ -208,3 +234,32 @@ class TEPTTNP(_PseudoTokenNP):
 
 # TE Table 7 ablation: no input adjustment (psi = 1/N in Eq. 11, no Eq. 10 updates).
 register_preset("te-pt-tnp", "no-input-adjustment", location_update=False, pseudo_init="mean")
+
+# The TE paper's code (te_code.py). cambridge-mlg/tnp @ e2adb62 experiments/configs/models/
+# ist.yml / lbanp.yml: ISTEncoder / PerceiverEncoder (tnp/networks/transformer.py) of pre-norm
+# MultiHeadCrossAttentionLayer (norm1 on queries and keys) / MultiHeadSelfAttentionLayer,
+# num_latents 32 latents from randn; ISTEncoder holds num_layers - 1 context (qtoc) layers;
+# tokens xy_encoder([x, y, 0]) / ([x, 0, 1]) (tnp/models/tnp.py TNPEncoder with
+# preprocess_observations); decoder and head as te_code.py.
+_PT_CODE = dict(
+    n_pseudo=32, tokens="target-flagged", qkv_bias=False, **TE_CODE_SIZES, **TE_CODE_HEAD
+)
+register_preset("pt-tnp-ist", "te-code", final_context_block=False, **_PT_CODE)
+register_preset("pt-tnp-perceiver", "te-code", **_PT_CODE)
+
+# cambridge-mlg/tetnp @ 9f1f38d experiments/configs/models/teist.yml: TEISTEncoder
+# (tetnp/networks/tetransformer.py) of MultiHeadCrossTEAttentionLayer, num_layers of each
+# (ctoq, qtoc, qtot), no pseudo_token_initialiser, so pseudo-locations latent_inputs +
+# mean(x_c) (psi = 1/N, not Eq. 11's attention), and no phi (no Eq. 10 update); TE attention,
+# tokens, decoder and head as TE-TNP's (te_code.py). tetnp's PseudoTokenInitialiser (Eq. 11,
+# tept_init.py) is pseudo_init="attention" with qkv_bias=False; no config uses it.
+register_preset(
+    "te-pt-tnp",
+    "released-code",
+    n_pseudo=32,
+    pseudo_init="mean",
+    final_context_block=True,
+    **TE_CODE_SIZES,
+    **TE_CODE_ATTENTION,
+    **TE_CODE_HEAD,
+)

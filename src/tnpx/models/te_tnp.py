@@ -7,7 +7,9 @@ locations (TE Eq. 10). So predictions are unchanged when context and targets are
 together (and, for ``re-te-tnp``, rotated). As in the TE paper's Figure 2, each stream has its
 own weights and the targets of a layer read the context after that layer's self-attention
 (``share_weights=False``, ``targets_read="updated"``: the skeleton's options, with TE-TNP's
-defaults); ``share_weights`` selects the released code's choice. ``update_order``
+defaults). The preset ``released-code`` is the TE code's model exactly (cambridge-mlg/tetnp
+``tetnp.yml``: shared weights, no location update, no q/k/v biases, rho reading
+``[x_n - x_m, dots]``, the ``sqrt(softplus) + 0`` head; ``docs/fidelity.md``). ``update_order``
 (``"sequential"`` = ``targets_read="updated"``, ``"parallel"`` = ``"input"``) is the option's
 earlier name, still accepted (saved configs and checkpoints hold it).
 """
@@ -20,6 +22,7 @@ from torch import nn
 
 from ..nn import RotaryAttention, check_option
 from .base import register, register_preset
+from .te_code import TE_CODE_ATTENTION, TE_CODE_HEAD, TE_CODE_SIZES
 from .transformer import TransformerHyper, TransformerNP, te_attention
 
 # The earlier name of `targets_read`: sequential: targets read the context after the layer's
@@ -36,6 +39,8 @@ class TETNPHyper(TransformerHyper):
     update_order: str | None = None  # earlier name of targets_read (mapped, then None)
     dim_relative_hidden: int | None = None  # width of the rho / phi MLPs (None: dim_model)
     chunk_elements: int = 2**24  # bound on pair features per query chunk
+    qkv_bias: bool = True  # biases on the query, key and value projections (TE code: none)
+    rho_order: str = "dots-first"  # rho(cat[dots, x_n - x_m]) | "rel-first" (the TE code)
 
     def __post_init__(self):
         super().__post_init__()
@@ -95,9 +100,24 @@ class RETETNP(_TETNPBase):
     summary = "Rotation- and translation-equivariant TE-TNP: logits use |x_n - x_m| (thesis)"
 
 
-# The authors' released configs: weights shared between context MHSA and target MHCA, no
-# location update (PROTOCOLS "Details the papers leave out").
-register_preset("te-tnp", "released-code", share_weights=True, location_update=False)
+# The TE paper's code, cambridge-mlg/tetnp @ 9f1f38d (te_code.py), experiments/configs/models/
+# tetnp.yml: one MultiHeadCrossTEAttentionLayer per layer serves the context (zc, zc) and the
+# targets (zt, zc) (TETNPTransformerEncoder reuses mhca_layers as mhsa_layers), the targets
+# reading the context after the layer's update (tetnp/networks/tetransformer.py); pre-norm with
+# norm1 on queries and keys, FF E -> E -> E with ReLU (teattention_layers.py); TE attention as
+# TE_CODE_ATTENTION (teattention.py); tokens y_encoder([y, 0]) / y_encoder([0, 1])
+# (tetnp/models/tetnp.py with tnp's preprocess_observations); decoder and head as te_code.py.
+register_preset(
+    "te-tnp",
+    "released-code",
+    share_weights=True,
+    targets_read="updated",
+    norm="pre",
+    dim_decoder_hidden=None,
+    **TE_CODE_SIZES,
+    **TE_CODE_ATTENTION,
+    **TE_CODE_HEAD,
+)
 
 
 @dataclass

@@ -201,7 +201,8 @@ class TransformerNP(NeuralProcess):
 
 def te_attention(hyper, dim_x: int, rotation_invariant: bool = False) -> TEMultiHeadAttention:
     """TE attention (TE Eq. 7-10) with a TE model's options (``relative``,
-    ``location_update``, ``dim_relative_hidden``, ``chunk_elements``): TE-TNP and TE-PT-TNP."""
+    ``location_update``, ``dim_relative_hidden``, ``chunk_elements``, ``qkv_bias``,
+    ``rho_order``): TE-TNP and TE-PT-TNP."""
     h = hyper
     return TEMultiHeadAttention(
         h.dim_model,
@@ -213,4 +214,6 @@ def te_attention(hyper, dim_x: int, rotation_invariant: bool = False) -> TEMulti
         location_update=h.location_update,
         dim_hidden=h.dim_relative_hidden,
         chunk_elements=h.chunk_elements,
+        qkv_bias=h.qkv_bias,
+        rho_order=h.rho_order,
     )

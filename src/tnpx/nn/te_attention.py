@@ -26,22 +26,36 @@ from .attention import HeadProjections, masked_softmax, safe_key_mask, zero_wher
 from .mlp import MLP
 
 RELATIVE_KINDS = ("post", "pre", "rbf", "identity")
+# How rho's input is laid out (``post``): dot products then relative positions (tnpx's
+# default), or relative positions then dot products (the TE code, cambridge-mlg/tetnp
+# ``tetnp/networks/teattention.py``: ``kernel(cat(diff, token_dots))``). The same family of
+# functions (rho's first layer absorbs the permutation), not the same function of given weights.
+RHO_ORDERS = ("dots-first", "rel-first")
 
 
 class RelativeLogits(nn.Module):
     """Maps dot products ``[..., H]`` and relative positions ``[..., dim_rel]`` to ``[..., H]``.
 
-    - ``post`` (TE Eq. 8, thesis "post MLP"): ``rho(cat[dots, rel])``, rho an MLP with two
-      hidden layers taking all heads' dot products together.
+    - ``post`` (TE Eq. 8, thesis "post MLP"): ``rho(cat[dots, rel])`` (``rho_order=
+      "dots-first"``) or ``rho(cat[rel, dots])`` (``"rel-first"``, the TE code), rho an MLP
+      with two hidden layers taking all heads' dot products together.
     - ``pre`` (thesis "pre MLP"): ``dots + kappa(rel)``.
     - ``rbf``: ``dots + exp(-|rel|^2 / (2 sigma_h^2))`` with a learned width per head.
     - ``identity`` (thesis baseline): ``dots + sum_d rel_d`` (``F(Δ) = Δ`` in 1D).
     """
 
-    def __init__(self, n_heads: int, dim_rel: int, kind: str = "post", dim_hidden: int = 128):
+    def __init__(
+        self,
+        n_heads: int,
+        dim_rel: int,
+        kind: str = "post",
+        dim_hidden: int = 128,
+        rho_order: str = "dots-first",
+    ):
         super().__init__()
         check_option("relative", kind, RELATIVE_KINDS)
-        self.kind = kind
+        check_option("rho_order", rho_order, RHO_ORDERS)
+        self.kind, self.rho_order = kind, rho_order
         if kind == "post":
             self.rho = MLP(n_heads + dim_rel, n_heads, dim_hidden, n_hidden=2)
         elif kind == "pre":
@@ -51,7 +65,8 @@ class RelativeLogits(nn.Module):
 
     def forward(self, dots: torch.Tensor, rel: torch.Tensor) -> torch.Tensor:
         if self.kind == "post":
-            return self.rho(torch.cat([dots, rel], -1))  # TE Eq. 8
+            parts = [dots, rel] if self.rho_order == "dots-first" else [rel, dots]
+            return self.rho(torch.cat(parts, -1))  # TE Eq. 8
         if self.kind == "pre":
             return dots + self.kappa(rel)
         if self.kind == "rbf":
@@ -83,6 +98,8 @@ class TEMultiHeadAttention(HeadProjections):
         location_update: apply TE Eq. 10 to the query locations (needs the difference).
         dim_hidden: width of the rho / kappa / phi MLPs (default ``dim_model``).
         chunk_elements: bound on ``batch * chunk * n_keys * dim_hidden`` per query chunk.
+        qkv_bias: biases on ``to_q``, ``to_k``, ``to_v`` (the TE code has none).
+        rho_order: rho's input layout (``RHO_ORDERS``; ``"rel-first"`` is the TE code's).
     """
 
     uses_locations = True
@@ -98,17 +115,20 @@ class TEMultiHeadAttention(HeadProjections):
         location_update: bool = False,
         dim_hidden: int | None = None,
         chunk_elements: int = 2**24,
+        qkv_bias: bool = True,
+        rho_order: str = "dots-first",
     ):
         if location_update and rotation_invariant:
             raise ValueError(
                 "the location update (Eq. 10) needs x_n - x_m; it is not defined "
                 "for the rotation-invariant distance form"
             )
-        super().__init__(dim_model, n_heads, dim_head)
+        super().__init__(dim_model, n_heads, dim_head, qkv_bias=qkv_bias)
         hidden = dim_hidden or dim_model
         self.dim_x = dim_x
         self.rotation_invariant, self.chunk_elements = rotation_invariant, chunk_elements
-        self.logits = RelativeLogits(n_heads, 1 if rotation_invariant else dim_x, relative, hidden)
+        dim_rel = 1 if rotation_invariant else dim_x
+        self.logits = RelativeLogits(n_heads, dim_rel, relative, hidden, rho_order)
         self.phi = MLP(n_heads, dim_x, hidden, n_hidden=2) if location_update else None
         self._hidden = hidden
 
