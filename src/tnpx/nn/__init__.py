@@ -12,7 +12,8 @@ from .attention import (
 from .blocks import PreparedKeys, ResidualBlock, softmax_block
 from .causal import BufferCache, CausalStack, ContextCache
 from .chunking import map_target_chunks
-from .cnn import PlainCNN, UNet, build_grid_cnn
+from .batch_norm import STATISTICS, GridBatchNorm
+from .cnn import PlainCNN, ResNetCNN, SeparableResBlock, UNet, build_grid_cnn
 from .hypermixer import HyperMixing
 from .linear_attention import KernelAttention, KeySums, LinearAttention, kernel_attention
 from .mlp import MLP
@@ -33,6 +34,7 @@ __all__ = [
     "CausalStack",
     "ContextCache",
     "DeepSetEncoder",
+    "GridBatchNorm",
     "HeadProjections",
     "HyperMixing",
     "KernelAttention",
@@ -49,8 +51,11 @@ __all__ = [
     "RELATIVE_KINDS",
     "RelativeLogits",
     "RotaryAttention",
+    "STATISTICS",
     "SegmentedKeys",
     "ResidualBlock",
+    "ResNetCNN",
+    "SeparableResBlock",
     "SetConvFromGrid",
     "SetConvToGrid",
     "TARGETS_READ",
