@@ -105,7 +105,9 @@ class ConvCNPHyper(HeadHyper):
     n_readout_hidden: int | None = None  # map after the read-out (None: none)
     batch_norm: str = "batch"  # batch | frozen (cnn="resnet")
     # 0 hidden layers: a linear map (the TNP-KR code's Dense layers)
-    zero_allowed: ClassVar[frozenset[str]] = frozenset({"n_grid_encoder_hidden", "n_readout_hidden"})
+    zero_allowed: ClassVar[frozenset[str]] = frozenset(
+        {"n_grid_encoder_hidden", "n_readout_hidden"}
+    )
 
 
 @register("convcnp")
@@ -113,13 +115,19 @@ class ConvCNP(NeuralProcess):
     """ConvCNP: set convolution to a grid, CNN, set convolution to the targets (Gordon et al.).
 
     Translation equivariant: exact for shifts that are multiples of the grid spacing
-    ``1 / points_per_unit`` (see the module docstring). ``dim_x`` must be 1 or 2.
+    ``1 / points_per_unit`` (see the module docstring). With ``grid="fixed"`` (the presets
+    ``kr-code`` and ``te-code``) not exactly for any shift: shifts by multiples of the spacing
+    that keep the data well inside the grid change the prediction only by edge effects, and the
+    instance reports ``translation_equivariant = False``. ``dim_x`` must be 1 or 2.
     """
 
     Hyper = ConvCNPHyper
     summary = "ConvCNP: set-conv to a grid with density channel, UNet, set-conv to targets"
     translation_equivariant = True
-    equivariance_note = "grid-exact: shifts by multiples of 1/points_per_unit"
+    equivariance_note = (
+        "grid-exact: shifts by multiples of 1/points_per_unit; with grid='fixed' (presets "
+        "kr-code, te-code) approximate only, for shifts keeping the data inside the grid"
+    )
     dim_x_range = (1, 2)  # a grid in more dimensions is too costly
 
     def __init__(self, dim_x: int, dim_y: int, hyper: ConvCNPHyper):

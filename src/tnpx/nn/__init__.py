@@ -9,10 +9,10 @@ from .attention import (
     safe_key_mask,
     zero_where_no_key,
 )
+from .batch_norm import STATISTICS, GridBatchNorm
 from .blocks import PreparedKeys, ResidualBlock, softmax_block
 from .causal import BufferCache, CausalStack, ContextCache
 from .chunking import map_target_chunks
-from .batch_norm import STATISTICS, GridBatchNorm
 from .cnn import PlainCNN, ResNetCNN, SeparableResBlock, UNet, build_grid_cnn
 from .hypermixer import HyperMixing
 from .linear_attention import KernelAttention, KeySums, LinearAttention, kernel_attention
