@@ -32,7 +32,8 @@ A fixed grid (``grid="fixed"``, the authors' codes): ``grid_points`` points per 
 reaches the grid only through the RBF tails, and the CNN's zero padding sits at its fixed ends,
 so no shift is exactly equivariant: shifts by multiples of the spacing that keep the data
 (and the CNN's receptive field) well inside the grid change the prediction only by the edge
-effects, larger ones by O(1). Such a model reports ``translation_equivariant = False``.
+effects, shifts that move the data out of it by O(1). Such a model reports
+``translation_equivariant = False``.
 
 Set-convolution and CNN options (defaults as above; presets below): per-channel length scales
 (``setconv_scales``), a softplus length scale (``setconv_transform``), the density channel
@@ -41,6 +42,10 @@ appended and unnormalised (``density``), a density channel in the read-out
 (``n_grid_encoder_hidden``, ``n_readout_hidden``: None = none, 0 = linear, k = an MLP with k
 hidden layers of ``dim_model``), and the CNN (``cnn``: ``unet``, ``plain``, ``preact``, or
 ``resnet``, with ``batch_norm`` statistics ``batch`` or ``frozen``: :mod:`tnpx.nn.batch_norm`).
+
+Presets (``docs/fidelity.md``): ``kr-code``, the TNP-KR paper's ConvCNP (MLGlobalHealth/dl4bi
+``dl4bi/meta_regression/convcnp.py``, 1D); ``te-code``, cambridge-mlg/tnp
+``experiments/configs/models/convcnp.yml`` (the TE paper's released config).
 
 Cost: a box has about ``((range + 2 margin) * points_per_unit)^dim_x`` points; in 2D, inputs in
 [-2, 2]^2 at 64 points per unit with margin 1 give 384^2 grid points per task, each with
