@@ -169,7 +169,7 @@ def test_rcnp_chunk_size_bounds_pair_features():
     "kw, message",
     [
         ({"dim_x": 3}, "dim_x 1..2"),
-        ({"cnn": "resnet"}, "cnn must be"),
+        ({"cnn": "resnext"}, "cnn must be"),
         ({"grid": "targets"}, "grid must be"),
         ({"kernel_size": 4}, "kernel_size must be odd"),
         ({"points_per_unit": 0}, "points_per_unit must be > 0"),

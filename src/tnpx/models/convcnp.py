@@ -26,6 +26,27 @@ a batch share one tensor, each starting at index 0, and the CNN keeps them apart
   which targets should still see it. ``grid="union"`` instead sizes each box to the context and
   the targets, as in Gordon et al.'s code; predictions then depend on the other targets.
 
+A fixed grid (``grid="fixed"``, the authors' codes): ``grid_points`` points per axis from
+``grid_min`` to ``grid_max`` (both included; ``grid_points=None``: ``int(points_per_unit *
+(grid_max - grid_min))``, the TNP-KR code's rule), the same for every task. Context outside it
+reaches the grid only through the RBF tails, and the CNN's zero padding sits at its fixed ends,
+so no shift is exactly equivariant: shifts by multiples of the spacing that keep the data
+(and the CNN's receptive field) well inside the grid change the prediction only by the edge
+effects, shifts that move the data out of it by O(1). Such a model reports
+``translation_equivariant = False``.
+
+Set-convolution and CNN options (defaults as above; presets below): per-channel length scales
+(``setconv_scales``), a softplus length scale (``setconv_transform``), the density channel
+appended and unnormalised (``density``), a density channel in the read-out
+(``readout_density``), pointwise maps after the encoder and the read-out
+(``n_grid_encoder_hidden``, ``n_readout_hidden``: None = none, 0 = linear, k = an MLP with k
+hidden layers of ``dim_model``), and the CNN (``cnn``: ``unet``, ``plain``, ``preact``, or
+``resnet``, with ``batch_norm`` statistics ``batch`` or ``frozen``: :mod:`tnpx.nn.batch_norm`).
+
+Presets (``docs/fidelity.md``): ``kr-code``, the TNP-KR paper's ConvCNP (MLGlobalHealth/dl4bi
+``dl4bi/meta_regression/convcnp.py``, 1D); ``te-code``, cambridge-mlg/tnp
+``experiments/configs/models/convcnp.yml`` (the TE paper's released config).
+
 Cost: a box has about ``((range + 2 margin) * points_per_unit)^dim_x`` points; in 2D, inputs in
 [-2, 2]^2 at 64 points per unit with margin 1 give 384^2 grid points per task, each with
 ``dim_model`` channels in every UNet layer.
@@ -33,12 +54,15 @@ Cost: a box has about ``((range + 2 margin) * points_per_unit)^dim_x`` points; i
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from typing import ClassVar
 
 import torch
 
 from ..nn import (
     MLP,
+    STATISTICS,
     SetConvFromGrid,
     SetConvToGrid,
     build_grid_cnn,
@@ -48,16 +72,19 @@ from ..nn import (
 )
 from .base import HeadHyper, NeuralProcess, RawContext, likelihood_head, register, register_preset
 
-GRIDS = ("context", "union")
+GRIDS = ("context", "union", "fixed")
+SETCONV_SCALES = ("per-dim", "per-channel")
 
 
 @dataclass
 class GridState:
     """A ConvCNP's encoded context: the CNN's grid features ``[b, c, *shape]`` (None where no
-    task has a context point) and each task's grid origin ``start``."""
+    task has a context point), each task's grid origin ``start`` and box ``valid [b, 1,
+    *shape]`` (None: every box fills the grid)."""
 
     features: torch.Tensor | None
     start: torch.Tensor
+    valid: torch.Tensor | None = None
 
 
 @dataclass
@@ -67,10 +94,25 @@ class ConvCNPHyper(HeadHyper):
     kernel_size: int = 9
     points_per_unit: float = 64
     margin: float = 1.0  # grid beyond the context, in input units, on every side
-    cnn: str = "unet"  # unet | plain
-    grid: str = "context"  # context | union (context and targets)
+    cnn: str = "unet"  # unet | plain | preact | resnet
+    grid: str = "context"  # context | union (context and targets) | fixed
     n_decoder_hidden: int = 2
     chunk_elements: int = 2**26  # bound on batch * chunk * dim_model * grid length in read-out
+    grid_min: float | None = None  # grid="fixed": first grid point on every axis
+    grid_max: float | None = None  # grid="fixed": last grid point on every axis
+    grid_points: int | None = None  # grid="fixed": per axis; None: ppu * (max - min)
+    setconv_scales: str = "per-dim"  # per-dim | per-channel: the set convs' length scales
+    setconv_transform: str = "exp"  # exp | softplus (1e-5 + softplus(raw))
+    init_length_scale: float | None = None  # None: two grid spacings
+    density: str = "normalised"  # normalised [density, data / density] | appended [data, density]
+    readout_density: bool = False  # the read-out carries a normalising density channel
+    n_grid_encoder_hidden: int | None = None  # map on the grid before the CNN (None: none)
+    n_readout_hidden: int | None = None  # map after the read-out (None: none)
+    batch_norm: str = "batch"  # batch | frozen (cnn="resnet")
+    # 0 hidden layers: a linear map (the TNP-KR code's Dense layers)
+    zero_allowed: ClassVar[frozenset[str]] = frozenset(
+        {"n_grid_encoder_hidden", "n_readout_hidden"}
+    )
 
 
 @register("convcnp")
@@ -78,34 +120,92 @@ class ConvCNP(NeuralProcess):
     """ConvCNP: set convolution to a grid, CNN, set convolution to the targets (Gordon et al.).
 
     Translation equivariant: exact for shifts that are multiples of the grid spacing
-    ``1 / points_per_unit`` (see the module docstring). ``dim_x`` must be 1 or 2.
+    ``1 / points_per_unit`` (see the module docstring). With ``grid="fixed"`` (the presets
+    ``kr-code`` and ``te-code``) not exactly for any shift: shifts by multiples of the spacing
+    that keep the data well inside the grid change the prediction only by edge effects, and the
+    instance reports ``translation_equivariant = False``. ``dim_x`` must be 1 or 2.
     """
 
     Hyper = ConvCNPHyper
     summary = "ConvCNP: set-conv to a grid with density channel, UNet, set-conv to targets"
     translation_equivariant = True
-    equivariance_note = "grid-exact: shifts by multiples of 1/points_per_unit"
+    equivariance_note = (
+        "grid-exact: shifts by multiples of 1/points_per_unit; with grid='fixed' (presets "
+        "kr-code, te-code) approximate only, for shifts keeping the data inside the grid"
+    )
     dim_x_range = (1, 2)  # a grid in more dimensions is too costly
 
     def __init__(self, dim_x: int, dim_y: int, hyper: ConvCNPHyper):
         super().__init__(dim_x, dim_y, hyper)
-        check_option("grid", hyper.grid, GRIDS)
-        if hyper.points_per_unit <= 0 or hyper.margin < 0:
+        h = hyper
+        check_option("grid", h.grid, GRIDS)
+        check_option("setconv_scales", h.setconv_scales, SETCONV_SCALES)
+        check_option("batch_norm", h.batch_norm, STATISTICS)
+        if h.points_per_unit <= 0 or h.margin < 0:
             raise ValueError(
-                f"points_per_unit must be > 0 and margin >= 0, got {hyper.points_per_unit} "
-                f"and {hyper.margin}"
+                f"points_per_unit must be > 0 and margin >= 0, got {h.points_per_unit} "
+                f"and {h.margin}"
             )
-        c = hyper.dim_model
-        self.likelihood = likelihood_head(hyper, dim_y)
-        self.encoder = SetConvToGrid(dim_x, hyper.points_per_unit)
-        self.cnn = build_grid_cnn(hyper.cnn, dim_x, 1 + dim_y, c, hyper.n_layers, hyper.kernel_size)
-        self.readout = SetConvFromGrid(dim_x, hyper.points_per_unit)
-        self.decoder = MLP(c, self.likelihood.n_params, c, hyper.n_decoder_hidden)
+        c = h.dim_model
+        self.likelihood = likelihood_head(h, dim_y)
+        ppu = self._fixed_grid() if h.grid == "fixed" else h.points_per_unit
+        per_channel = h.setconv_scales == "per-channel"
+        options = dict(init_length_scale=h.init_length_scale, transform=h.setconv_transform)
+        self.encoder = SetConvToGrid(
+            dim_x, ppu, n_scales=1 + dim_y if per_channel else None, density=h.density, **options
+        )
+        self.grid_encoder = None if h.n_grid_encoder_hidden is None else (
+            MLP(1 + dim_y, c, c, h.n_grid_encoder_hidden)
+        )  # fmt: skip
+        c_in = 1 + dim_y if self.grid_encoder is None else c
+        self.cnn = build_grid_cnn(h.cnn, dim_x, c_in, c, h.n_layers, h.kernel_size, h.batch_norm)
+        self.readout_channels = c + h.readout_density
+        self.readout = SetConvFromGrid(
+            dim_x,
+            ppu,
+            n_scales=self.readout_channels if per_channel else None,
+            density=h.readout_density,
+            **options,
+        )
+        self.readout_map = None if h.n_readout_hidden is None else (
+            MLP(self.readout_channels, c, c, h.n_readout_hidden)
+        )  # fmt: skip
+        c_dec = self.readout_channels if self.readout_map is None else c
+        self.decoder = MLP(c_dec, self.likelihood.n_params, c, h.n_decoder_hidden)
+        if h.grid == "fixed":
+            # not equivariant to any shift (module docstring): the instance says so
+            self.translation_equivariant = False
+            if self.grid_points % self.cnn.multiple:
+                raise ValueError(
+                    f"grid_points must be a multiple of {self.cnn.multiple} for this CNN, "
+                    f"got {self.grid_points}"
+                )
+
+    def _fixed_grid(self) -> float:
+        """Checks the fixed grid's options; sets ``grid_points``; returns the grid's points
+        per unit ``(grid_points - 1) / (grid_max - grid_min)``."""
+        h = self.hyper
+        if h.grid_min is None or h.grid_max is None or not h.grid_min < h.grid_max:
+            raise ValueError(
+                f'grid="fixed" needs grid_min < grid_max, got {h.grid_min} and {h.grid_max}'
+            )
+        n = h.grid_points or int(h.points_per_unit * (h.grid_max - h.grid_min))
+        if n < 2:
+            raise ValueError(f"a fixed grid needs at least 2 points per axis, got {n}")
+        self.grid_points = n
+        return (n - 1) / (h.grid_max - h.grid_min)
+
+    def _inputs(self, x: torch.Tensor) -> torch.Tensor:
+        """Inputs relative to the fixed grid's first point (unchanged on a lattice grid)."""
+        return x - self.hyper.grid_min if self.hyper.grid == "fixed" else x
 
     def grid(self, xc, xt, mask_c):
         """Each task's lattice box: ``start [b, dim_x]`` (long), the shared grid ``shape`` (one
         length per axis, 0 when no task has a box) and ``valid [b, 1, *shape]`` marking each
         box (None when every box fills the grid)."""
+        if self.hyper.grid == "fixed":
+            start = torch.zeros(xc.shape[0], self.dim_x, dtype=torch.long, device=xc.device)
+            return start, (self.grid_points,) * self.dim_x, None
         x, mask = xc, mask_c
         if self.hyper.grid == "union":
             x = torch.cat([xc, xt], 1)
@@ -138,8 +238,10 @@ class ConvCNP(NeuralProcess):
         start, shape, valid = self.grid(xc, xt, mask_c)
         if 0 in shape:  # no context anywhere: every target reads an empty grid
             return GridState(None, start)
-        grid = self.encoder(xc, yc, mask_c, start, shape)  # Gordon et al. Eq. 4
-        return GridState(self.cnn(grid, valid), start)
+        grid = self.encoder(self._inputs(xc), yc, mask_c, start, shape)  # Gordon et al. Eq. 4
+        if self.grid_encoder is not None:  # pointwise on the grid: channels last and back
+            grid = self.grid_encoder(grid.movedim(1, -1)).movedim(-1, 1)
+        return GridState(self.cnn(grid, valid), start, valid)
 
     def _decode_targets(self, state, xt):
         if isinstance(state, RawContext):  # grid="union": encode with these targets
@@ -148,18 +250,80 @@ class ConvCNP(NeuralProcess):
         b, n_tgt = xt.shape[:2]
         c = self.hyper.dim_model
         if z is None:
-            features = xt.new_zeros(b, n_tgt, c)
+            features = xt.new_zeros(b, n_tgt, self.readout_channels)
         else:
             chunk = max(1, self.hyper.chunk_elements // max(b * c * z.shape[-1], 1))
-            features = map_target_chunks(self.readout, xt, chunk, z, start)  # Eq. 5
+            args = (z, start) if state.valid is None else (z, start, state.valid)
+            features = map_target_chunks(self.readout, self._inputs(xt), chunk, *args)  # Eq. 5
+        if self.readout_map is not None:
+            features = self.readout_map(features)
         return self.likelihood(self.decoder(features))
 
 
 # The TNP-KR code's ConvCNP (MLGlobalHealth/dl4bi @ 0205a5ca, dl4bi/meta_regression/convcnp.py,
-# configs/gp/model/convcnp.yaml): only the head is taken (decoder MLP([128] * 4 + [2]) after
-# the read-out, std = min_std + (1 - min_std) softplus(raw)). NOT the code's function
-# (docs/fidelity.md): its CNN is 5 residual blocks of BatchNorm, ReLU and depthwise-separable
-# convolutions (kernel 19, 128 channels) on a fixed grid over [-2.5, 2.5] at 64 points per unit.
+# dl4bi/core/conv.py, benchmarks/meta_regression/configs/gp/model/convcnp.yaml): a grid
+# linspace(-2.5, 2.5, int(64 * 5)) shared by every task; ConvDeepSet (Euclidean RBF with
+# a length scale per channel, exp(log_lengthscale) initialised at exp(-1); [density, data /
+# (density + 1e-8)]; Dense(128)); ConvCNPNet of 5 ConvCNPBlocks (BatchNorm, ReLU, depthwise
+# conv (kernel 19), pointwise conv, BatchNorm, ReLU, depthwise conv, pointwise conv of
+# (h + residual); 128 channels), whose BatchNorms read their initial running statistics in
+# training too (ConvCNP calls conv_net without `training`); a ConvDeepSet read-out from the
+# grid to the targets with its own density channel and Dense(128); head MLP([128] * 4 + [2]),
+# std = min_std + (1 - min_std) softplus(raw). 1D only (the code's grid has one axis).
 register_preset(
-    "convcnp", "kr-code", n_decoder_hidden=4, scale_transform="affine_softplus", min_std=0.0
+    "convcnp",
+    "kr-code",
+    grid="fixed",
+    grid_min=-2.5,
+    grid_max=2.5,
+    points_per_unit=64,
+    grid_points=None,
+    setconv_scales="per-channel",
+    setconv_transform="exp",
+    init_length_scale=math.exp(-1.0),
+    density="normalised",
+    readout_density=True,
+    n_grid_encoder_hidden=0,
+    n_readout_hidden=0,
+    cnn="resnet",
+    batch_norm="frozen",
+    dim_model=128,
+    n_layers=5,
+    kernel_size=19,
+    n_decoder_hidden=4,
+    scale_transform="affine_softplus",
+    min_std=0.0,
+)
+
+# cambridge-mlg/tnp @ e2adb62406a2382b47c4a10f06b2d38c7aa97001, experiments/configs/models/
+# convcnp.yml (the same in cambridge-mlg/tetnp @ 9f1f38d) with experiments/configs/generators/
+# synthetic-1d.yml (grid_range = target_range [-4, 4]): tnp/models/convcnp.py ConvCNPEncoder
+# (yc -> [yc, 1]; SetConvGridEncoder on construct_grid: linspace(-4, 4, 128); weights exp(-0.5
+# sum_d (x_d - g_d)^2 / l_d^2), l = 1e-5 + softplus(param) per input dimension, init 0.1, no
+# normalisation; z_encoder MLP(dy + 1 -> 32, two hidden layers of 32); CNN of 5 ConvBlocks
+# conv(relu(z)), 32 channels, kernel 9 (tnp/networks/cnn.py); SetConvGridDecoder, its own
+# length scale, init 0.1, plain weighted sum), TNPDecoder MLP(32 -> 2 dy, two hidden layers of
+# 32), HeteroscedasticNormalLikelihood: std = softplus(raw) ** 0.5 + 0.
+register_preset(
+    "convcnp",
+    "te-code",
+    grid="fixed",
+    grid_min=-4.0,
+    grid_max=4.0,
+    points_per_unit=16,
+    grid_points=128,
+    setconv_scales="per-dim",
+    setconv_transform="softplus",
+    init_length_scale=0.1,
+    density="appended",
+    readout_density=False,
+    n_grid_encoder_hidden=2,
+    n_readout_hidden=None,
+    cnn="preact",
+    dim_model=32,
+    n_layers=5,
+    kernel_size=9,
+    n_decoder_hidden=2,
+    scale_transform="sqrt_softplus",
+    min_std=0.0,
 )

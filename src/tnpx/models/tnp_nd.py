@@ -16,6 +16,23 @@ With ``F = 0`` both are the ``tnp`` model's diagonal Gaussian. The prediction is
 :class:`~tnpx.distributions.JointGaussian`; the LL (and the training loss) is its joint
 log-density divided by ``n_tgt``.
 
+Options for TNP-ND's code (tung-nd/TNP-pytorch ``regression/models/tnpnd.py``; defaults as
+above): ``tokens`` (``flagged`` | ``target-flagged`` | ``plain``, as ``tnp``); ``diagonal``:
+where the covariance's diagonal comes from,
+
+- ``"head"`` (default): the Gaussian head's scale ``s``, as above;
+- ``"factor"`` (cholesky): ``L = tril(F F^T)``, its diagonal included (the code's, no minimum);
+  ``"factor-tanh"``: that diagonal ``d`` replaced by ``0.05 + 0.95 tanh(d)`` (``bound_std``,
+  the code's EMNIST config);
+- ``"net"`` (lowrank): ``Sigma = F F^T + diag(exp(g))``, ``g`` from a separate MLP on the
+  target tokens before the covariance blocks (the code's ``diag_net``);
+
+with ``"factor"``, ``"factor-tanh"`` and ``"net"`` the decoder predicts the mean only (the
+code's ``mean_net``) and the head's ``scale_transform`` and ``min_std`` are unused.
+``dim_cov_hidden`` is the width of the projection (and ``diag_net``) MLP (None: ``dim_model``;
+the code: ``dim_feedforward``). Preset ``tnpd-code``: the code with
+``regression/configs/gp/tnpnd.yaml`` (``docs/fidelity.md``).
+
 Targets interact: the target self-attention makes every target's marginal depend on the other
 targets of the call, and the Cholesky form on their order as well (``targets_interact``). Only
 ``"lowrank"`` with ``n_cov_layers=0`` has marginals independent of the other targets.
@@ -31,11 +48,13 @@ from torch import nn
 
 from ..batch import Batch
 from ..distributions import JointGaussian
-from ..nn import MLP, check_option, softmax_block
-from .base import register
+from ..nn import MLP, TOKEN_KINDS, TokenEmbedder, check_option, softmax_block
+from .base import register, register_preset
 from .transformer import TransformerHyper, TransformerNP
 
 COVARIANCES = ("cholesky", "lowrank")
+DIAGONALS = {"head": COVARIANCES, "factor": ("cholesky",), "factor-tanh": ("cholesky",),
+             "net": ("lowrank",)}  # fmt: skip
 
 
 @dataclass
@@ -44,6 +63,9 @@ class TNPNDHyper(TransformerHyper):
     rank: int = 20  # columns of F per output dimension (TNP-KR code: 20)
     n_cov_layers: int = 2  # target self-attention blocks before the projection
     n_cov_hidden: int = 3  # hidden layers of the projection MLP
+    dim_cov_hidden: int | None = None  # width of the projection MLP; None: dim_model
+    diagonal: str = "head"  # head | factor | factor-tanh (cholesky) | net (lowrank)
+    tokens: str = "flagged"  # flagged | target-flagged | plain (as tnp)
 
 
 @register("tnp-nd")
@@ -67,6 +89,12 @@ class TNPND(TransformerNP):
 
     def __init__(self, dim_x: int, dim_y: int, hyper: TNPNDHyper):
         check_option("covariance", hyper.covariance, COVARIANCES)
+        check_option("diagonal", hyper.diagonal, DIAGONALS)
+        if hyper.covariance not in DIAGONALS[hyper.diagonal]:
+            raise ValueError(
+                f"diagonal={hyper.diagonal!r} needs covariance in "
+                f"{list(DIAGONALS[hyper.diagonal])}, got {hyper.covariance!r}"
+            )
         if hyper.rank < 1:
             raise ValueError(f"rank must be >= 1, got {hyper.rank}")
         super().__init__(dim_x, dim_y, hyper)
@@ -75,17 +103,44 @@ class TNPND(TransformerNP):
             softmax_block(d, hyper.n_heads, hyper.dim_head, hyper.dim_ff, self.norm_first)
             for _ in range(hyper.n_cov_layers)
         )
-        self.projector = MLP(d, hyper.rank * dim_y, d, hyper.n_cov_hidden)
+        width = hyper.dim_cov_hidden or d
+        self.projector = MLP(d, hyper.rank * dim_y, width, hyper.n_cov_hidden)
+        if hyper.diagonal == "net":  # tnpnd.py diag_net: build_mlp(d, dim_feedforward, dy, depth)
+            self.diag_net = MLP(d, dim_y, width, hyper.n_cov_hidden)
+
+    def _embedder(self) -> TokenEmbedder:
+        h = self.hyper
+        check_option("tokens", h.tokens, [k for k in TOKEN_KINDS if k != "y-only"])
+        return TokenEmbedder(
+            h.tokens, self.dim_x, self.dim_y, h.dim_model, h.dim_model, h.n_embed_hidden
+        )
+
+    def _decoder(self) -> MLP:
+        if self.hyper.diagonal == "head":
+            return super()._decoder()
+        h = self.hyper  # the mean only (tnpnd.py mean_net)
+        width = h.dim_decoder_hidden or h.dim_model
+        return MLP(h.dim_model, self.dim_y, width, h.n_decoder_hidden)
 
     def _decode_targets(self, state, xt) -> JointGaussian:
         """One joint Gaussian over the targets ``xt [b, n_tgt, dim_x]`` decoded together."""
         zt = self._decoded(state, xt)  # [b, n_tgt, d]
-        head = self.head(zt)  # mean, scale [b, n_tgt, dim_y]
         h = zt
         for block in self.cov_layers:
             h = block(h, h)  # targets attend to targets
         b, n = xt.shape[0], xt.shape[1] * self.dim_y
-        factor = self.projector(h).reshape(b, n, self.hyper.rank)
+        factor = self.projector(h).reshape(b, n, self.hyper.rank)  # target-major rows
+        diagonal = self.hyper.diagonal
+        if diagonal != "head":
+            mean = self.decoder(zt if self.norm is None else self.norm(zt))
+            if diagonal == "net":  # tnpnd.py: cov = F F^T + diag(exp(diag_net(z)))
+                return JointGaussian.low_rank(mean, factor, self.diag_net(zt).exp().reshape(b, n))
+            tril = torch.tril(factor @ factor.mT)  # tnpnd.py: tril(F F^T), diagonal included
+            if diagonal == "factor-tanh":  # bound_std: 0.05 + 0.95 tanh(diagonal)
+                d = torch.diagonal(tril, dim1=-2, dim2=-1)
+                tril = tril - torch.diag_embed(d) + torch.diag_embed(0.05 + 0.95 * torch.tanh(d))
+            return JointGaussian.cholesky(mean, tril)
+        head = self.head(zt)  # mean, scale [b, n_tgt, dim_y]
         scale = head.stddev.reshape(b, n)
         if self.hyper.covariance == "lowrank":
             return JointGaussian.low_rank(head.mean, factor, scale.square())
@@ -98,3 +153,34 @@ class TNPND(TransformerNP):
             raise ValueError("batch.yt is None: the log-likelihood needs target outputs")
         pred = self.predict_batch(batch) if pred is None else pred
         return pred.joint_log_prob(batch.yt) / max(batch.yt.shape[1], 1)
+
+
+# tung-nd/TNP-pytorch @ 73df9225ab584b6148645851d82f96df518da78a, regression/models/tnpnd.py with
+# regression/configs/gp/tnpnd.yaml: TNP.encode is TNP-D's (the tnp-d preset tnpd-code: post-norm
+# nn.TransformerEncoderLayer stack, tokens [x, y] / [x, 0] through build_mlp of depth 4, every
+# token attending to the context; d_model 64, 6 layers, 4 heads, dim_feedforward 128;
+# tests/models/test_fidelity_tnp_nd.py checks these options equal that preset's); mean_net
+# Linear(64, 128), ReLU, Linear(128, dy); std_encoder: 2 post-norm layers over the targets;
+# projector build_mlp(64, 128, 20 dy, 4); cov_approx cholesky: L = tril(F F^T), no bound_std.
+register_preset(
+    "tnp-nd",
+    "tnpd-code",
+    share_weights=True,
+    targets_read="input",
+    norm="post",
+    tokens="plain",
+    dim_model=64,
+    n_layers=6,
+    n_heads=4,
+    dim_head=None,
+    dim_ff=128,
+    n_embed_hidden=3,
+    n_decoder_hidden=1,
+    dim_decoder_hidden=128,
+    covariance="cholesky",
+    diagonal="factor",
+    rank=20,
+    n_cov_layers=2,
+    n_cov_hidden=3,
+    dim_cov_hidden=128,
+)

@@ -9,10 +9,11 @@ from .attention import (
     safe_key_mask,
     zero_where_no_key,
 )
+from .batch_norm import STATISTICS, GridBatchNorm
 from .blocks import PreparedKeys, ResidualBlock, softmax_block
 from .causal import BufferCache, CausalStack, ContextCache
 from .chunking import map_target_chunks
-from .cnn import PlainCNN, UNet, build_grid_cnn
+from .cnn import PlainCNN, ResNetCNN, SeparableResBlock, UNet, build_grid_cnn
 from .hypermixer import HyperMixing
 from .linear_attention import KernelAttention, KeySums, LinearAttention, kernel_attention
 from .mlp import MLP
@@ -52,6 +53,7 @@ __all__ = [
     "ContextCache",
     "DeepSetEncoder",
     "GlobalEncoder",
+    "GridBatchNorm",
     "HeadProjections",
     "HyperMixing",
     "KernelAttention",
@@ -71,8 +73,11 @@ __all__ = [
     "RELATIVE_KINDS",
     "RelativeLogits",
     "RotaryAttention",
+    "STATISTICS",
     "SegmentedKeys",
     "ResidualBlock",
+    "ResNetCNN",
+    "SeparableResBlock",
     "SetConvFromGrid",
     "SetConvToGrid",
     "TARGETS_READ",

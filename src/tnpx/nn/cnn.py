@@ -1,4 +1,5 @@
-"""Convolutional networks on 1D and 2D grids: a UNet and a plain CNN (stride 1, "same" padding).
+"""Convolutional networks on 1D and 2D grids (stride 1, "same" padding): a UNet, a plain CNN
+(optionally pre-activated) and a ResNet of depthwise-separable blocks with batch norm.
 
 Several grids of different sizes can share one tensor: ``valid [batch, 1, *shape]`` marks each
 grid's box, which must start at index 0 of every axis. Values outside a box are zeroed after
@@ -16,13 +17,14 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..validation import check_option
+from .batch_norm import GridBatchNorm
 
 _CONV = {1: nn.Conv1d, 2: nn.Conv2d}
 _UPSAMPLE_MODE = {1: "linear", 2: "bilinear"}
 
 
-def _conv(dim: int, c_in: int, c_out: int, kernel_size: int) -> nn.Module:
-    return _CONV[dim](c_in, c_out, kernel_size, padding=kernel_size // 2)
+def _conv(dim: int, c_in: int, c_out: int, kernel_size: int, groups: int = 1) -> nn.Module:
+    return _CONV[dim](c_in, c_out, kernel_size, padding=kernel_size // 2, groups=groups)
 
 
 def _masked(z: torch.Tensor, valid: torch.Tensor | None) -> torch.Tensor:
@@ -68,12 +70,24 @@ class _GridCNN(nn.Module):
 
 
 class PlainCNN(_GridCNN):
-    """``n_layers`` convolutions ``c_in -> channels -> ... -> channels``, ReLU between."""
+    """``n_layers`` convolutions ``c_in -> channels -> ... -> channels``, ReLU between.
 
-    def __init__(self, dim: int, c_in: int, channels: int, n_layers: int, kernel_size: int):
+    ``preactivate=True``: also a ReLU on the input, so every convolution reads a ReLU
+    (cambridge-mlg/tnp ``tnp/networks/cnn.py`` ``CNN``: blocks ``conv(relu(z))``)."""
+
+    def __init__(
+        self,
+        dim: int,
+        c_in: int,
+        channels: int,
+        n_layers: int,
+        kernel_size: int,
+        preactivate: bool = False,
+    ):
         super().__init__(dim, kernel_size)
         if n_layers < 1:
             raise ValueError(f"n_layers must be >= 1, got {n_layers}")
+        self.preactivate = preactivate
         self.convs = nn.ModuleList(
             _conv(dim, c_in if i == 0 else channels, channels, kernel_size) for i in range(n_layers)
         )
@@ -82,7 +96,7 @@ class PlainCNN(_GridCNN):
         """z ``[batch, c_in, *shape]``, valid ``[batch, 1, *shape]`` -> ``[batch, channels,
         *shape]``."""
         self._check(z)
-        z = _masked(z, valid)
+        z = _masked(torch.relu(z) if self.preactivate else z, valid)
         for i, conv in enumerate(self.convs):
             z = conv(z)
             z = _masked(z if i == len(self.convs) - 1 else torch.relu(z), valid)
@@ -137,11 +151,83 @@ class UNet(_GridCNN):
         return _masked(out if conv is final else torch.relu(out), valid)
 
 
+class SeparableResBlock(nn.Module):
+    """A pre-activation residual block of depthwise-separable convolutions (the TNP-KR code's
+    ``ConvCNPBlock``, ``dl4bi/core/conv.py``, after Dubois et al.'s Neural Process Family):
+    ``h = pw1(dw1(relu(bn1(z))))``, ``h = dw2(relu(bn2(h)))``, output ``pw2(h + z)``. The
+    depthwise convolutions (``kernel_size``, one filter per channel) and pointwise ones
+    (kernel 1) have biases; the block is ``c_in`` channels wide until ``pw2`` maps to
+    ``c_out``."""
+
+    def __init__(
+        self, dim: int, c_in: int, c_out: int, kernel_size: int, batch_norm: str = "batch"
+    ):
+        super().__init__()
+        self.norm1 = GridBatchNorm(c_in, batch_norm)
+        self.depthwise1 = _conv(dim, c_in, c_in, kernel_size, groups=c_in)
+        self.pointwise1 = _conv(dim, c_in, c_in, 1)
+        self.norm2 = GridBatchNorm(c_in, batch_norm)
+        self.depthwise2 = _conv(dim, c_in, c_in, kernel_size, groups=c_in)
+        self.pointwise2 = _conv(dim, c_in, c_out, 1)
+
+    def forward(self, z: torch.Tensor, valid: torch.Tensor | None = None) -> torch.Tensor:
+        """z ``[batch, c_in, *shape]`` (zero outside ``valid``) -> ``[batch, c_out, *shape]``."""
+        h = _masked(torch.relu(self.norm1(z, valid)), valid)  # zeros past a box for the conv
+        h = self.pointwise1(self.depthwise1(h))
+        h = _masked(torch.relu(self.norm2(h, valid)), valid)
+        h = self.depthwise2(h)
+        return _masked(self.pointwise2(h + z), valid)  # the residual joins before pw2
+
+
+class ResNetCNN(_GridCNN):
+    """``n_layers`` :class:`SeparableResBlock` s, ``c_in -> channels -> ... -> channels`` (the
+    TNP-KR code's ``ConvCNPNet``: 5 blocks of 128 channels, kernel 19). ``batch_norm``:
+    ``"batch"`` or ``"frozen"`` statistics (:class:`~tnpx.nn.batch_norm.GridBatchNorm`)."""
+
+    def __init__(
+        self,
+        dim: int,
+        c_in: int,
+        channels: int,
+        n_layers: int,
+        kernel_size: int,
+        batch_norm: str = "batch",
+    ):
+        super().__init__(dim, kernel_size)
+        if n_layers < 1:
+            raise ValueError(f"n_layers must be >= 1, got {n_layers}")
+        self.blocks = nn.ModuleList(
+            SeparableResBlock(dim, c_in if i == 0 else channels, channels, kernel_size, batch_norm)
+            for i in range(n_layers)
+        )
+
+    def forward(self, z: torch.Tensor, valid: torch.Tensor | None = None) -> torch.Tensor:
+        """z ``[batch, c_in, *shape]``, valid ``[batch, 1, *shape]`` -> ``[batch, channels,
+        *shape]``."""
+        self._check(z)
+        z = _masked(z, valid)
+        for block in self.blocks:
+            z = block(z, valid)
+        return z
+
+
+CNN_KINDS = ("unet", "plain", "preact", "resnet")
+
+
 def build_grid_cnn(
-    kind: str, dim: int, c_in: int, channels: int, n_layers: int, kernel_size: int
+    kind: str,
+    dim: int,
+    c_in: int,
+    channels: int,
+    n_layers: int,
+    kernel_size: int,
+    batch_norm: str = "batch",
 ) -> _GridCNN:
-    """``"unet"`` or ``"plain"``."""
-    check_option("cnn", kind, ("unet", "plain"))
+    """``"unet"``, ``"plain"``, ``"preact"`` (the plain CNN with a ReLU before every
+    convolution) or ``"resnet"`` (``batch_norm`` is read by the ResNet only)."""
+    check_option("cnn", kind, CNN_KINDS)
     if kind == "unet":
         return UNet(dim, c_in, channels, n_layers, kernel_size)
-    return PlainCNN(dim, c_in, channels, n_layers, kernel_size)
+    if kind == "resnet":
+        return ResNetCNN(dim, c_in, channels, n_layers, kernel_size, batch_norm)
+    return PlainCNN(dim, c_in, channels, n_layers, kernel_size, preactivate=kind == "preact")

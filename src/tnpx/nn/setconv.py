@@ -10,6 +10,15 @@ power-of-two ``points_per_unit``).
 
 The RBF weights factorise over input dimensions, ``w(x - g) = prod_d w_d(x_d - g_d)``, so a
 2D grid never forms a ``[batch, n, G1, G2]`` weight tensor.
+
+Options (defaults: Gordon et al.'s paper and tnpx's ConvCNP): the length scale is learned per
+input dimension (``n_scales=None``) or per channel (``n_scales`` channels, one scale shared by
+the axes: the Euclidean RBF of the ConvDeepSet in the TNP-KR code, ``dl4bi/core/conv.py``);
+it is ``exp(log_length_scale)`` (``transform="exp"``) or ``1e-5 + softplus(raw)``
+(``"softplus"``, cambridge-mlg/tnp ``tnp/networks/setconv.py``). The encoder's density channel
+is prepended and divides the data channels (``density="normalised"``, Eq. 4) or appended and
+summed like them (``"appended"``, cambridge-mlg/tnp); the read-out may carry a normalising
+density channel too (``SetConvFromGrid(density=True)``, the TNP-KR code's read-out).
 """
 
 from __future__ import annotations
@@ -17,7 +26,10 @@ from __future__ import annotations
 import math
 
 import torch
+import torch.nn.functional as F
 from torch import nn
+
+from ..validation import check_option
 
 # einsum subscripts for the grid axes of a 1D and a 2D grid
 _AXES = {1: "i", 2: "ij"}
@@ -63,39 +75,82 @@ def grid_box(
 def rbf_axis_weights(
     x: torch.Tensor, start: torch.Tensor, n_grid: int, length_scale: torch.Tensor, ppu: float
 ) -> torch.Tensor:
-    """``exp(-(x_d - g_d)^2 / (2 l_d^2))`` along one axis.
+    """``exp(-(x_d - g_d)^2 / (2 l^2))`` along one axis.
 
     Args:
         x: ``[batch, n]`` coordinates on axis ``d``; start ``[batch]`` lattice index of the
-            box's first point; length_scale: scalar tensor ``l_d``.
+            box's first point; length_scale: scalar tensor ``l_d``, or ``[channels]`` (one
+            scale per channel).
 
     Returns:
-        ``[batch, n, n_grid]``.
+        ``[batch, n, n_grid]``, or ``[batch, n, n_grid, channels]`` for per-channel scales.
     """
     offset = x * ppu - start[:, None].to(x.dtype)  # lattice units from the box's first point
     steps = torch.arange(n_grid, device=x.device, dtype=x.dtype)
-    diff = (offset[..., None] - steps) / (ppu * length_scale)
+    if length_scale.dim() == 1:  # per channel
+        diff = (offset[..., None] - steps)[..., None] / (ppu * length_scale)
+    else:
+        diff = (offset[..., None] - steps) / (ppu * length_scale)
     return torch.exp(-0.5 * diff.square())
 
 
-class _LatticeRBF(nn.Module):
-    """An RBF with a learned length scale per input dimension on the lattice ``h Z^dim_x``."""
+LENGTH_SCALE_TRANSFORMS = ("exp", "softplus")
+DENSITIES = ("normalised", "appended")
 
-    def __init__(self, dim_x: int, points_per_unit: float, init_length_scale: float | None = None):
+
+class _LatticeRBF(nn.Module):
+    """An RBF with a learned length scale per input dimension (or per channel: ``n_scales``)
+    on the lattice ``h Z^dim_x``."""
+
+    def __init__(
+        self,
+        dim_x: int,
+        points_per_unit: float,
+        init_length_scale: float | None = None,
+        n_scales: int | None = None,
+        transform: str = "exp",
+    ):
         super().__init__()
         if dim_x not in _AXES:
             raise ValueError(f"set convolutions support dim_x 1 or 2, got {dim_x}")
+        check_option("length_scale_transform", transform, LENGTH_SCALE_TRANSFORMS)
         self.dim_x, self.points_per_unit = dim_x, float(points_per_unit)
+        self.per_channel, self.transform = n_scales is not None, transform
         init = init_length_scale or 2.0 / points_per_unit  # two grid spacings (Gordon et al.)
-        self.log_length_scale = nn.Parameter(torch.full((dim_x,), math.log(init)))
+        shape = (dim_x,) if n_scales is None else (n_scales,)
+        if transform == "exp":
+            self.log_length_scale = nn.Parameter(torch.full(shape, math.log(init)))
+        else:  # the inverse of softplus at the initial scale (cambridge-mlg/tnp BaseSetConv)
+            self.raw_length_scale = nn.Parameter(torch.full(shape, math.log(math.expm1(init))))
+
+    @property
+    def length_scale(self) -> torch.Tensor:
+        """``[dim_x]`` or ``[n_scales]``."""
+        if self.transform == "exp":
+            return self.log_length_scale.exp()
+        return 1e-5 + F.softplus(self.raw_length_scale)
 
     def axis_weights(self, x: torch.Tensor, start: torch.Tensor, shape) -> list[torch.Tensor]:
-        """Per-axis weights ``[batch, n, shape[d]]`` for points ``x [batch, n, dim_x]``."""
-        scale = self.log_length_scale.exp()
+        """Per-axis weights ``[batch, n, shape[d]]`` (``[batch, n, shape[d], n_scales]`` per
+        channel) for points ``x [batch, n, dim_x]``."""
+        scale = self.length_scale
         return [
-            rbf_axis_weights(x[..., d], start[:, d], shape[d], scale[d], self.points_per_unit)
+            rbf_axis_weights(
+                x[..., d],
+                start[:, d],
+                shape[d],
+                scale if self.per_channel else scale[d],
+                self.points_per_unit,
+            )
             for d in range(self.dim_x)
         ]
+
+    def subscripts(self) -> tuple[str, str]:
+        """einsum subscripts ``(weights, grid axes)``: ``"bni,bnj"`` / ``"ij"`` per input
+        dimension, ``"bnic,bnjc"`` per channel."""
+        axes = _AXES[self.dim_x]
+        channel = "c" if self.per_channel else ""
+        return ",".join(f"bn{a}{channel}" for a in axes), axes
 
 
 class SetConvToGrid(_LatticeRBF):
@@ -103,10 +158,16 @@ class SetConvToGrid(_LatticeRBF):
 
     On grid point ``g``: ``density(g) = sum_n w(g - x_n)``, ``data(g) = sum_n w(g - x_n) y_n``;
     returns ``[density, data / (density + eps)]`` so the data channel does not scale with the
-    number of nearby points.
+    number of nearby points (``density="normalised"``), or ``[data, density]`` unnormalised
+    (``"appended"``).
     """
 
     eps = 1e-8
+
+    def __init__(self, *args, density: str = "normalised", **kwargs):
+        super().__init__(*args, **kwargs)
+        check_option("density", density, DENSITIES)
+        self.density = density
 
     def forward(
         self,
@@ -120,22 +181,44 @@ class SetConvToGrid(_LatticeRBF):
         start ``[batch, dim_x]``, shape: grid points per axis -> ``[batch, 1 + dim_y, *shape]``."""
         weights = self.axis_weights(x, start, shape)
         if mask is not None:  # a padded point adds no density
-            weights[0] = weights[0] * mask[..., None].to(x.dtype)
-        axes = _AXES[self.dim_x]
-        ins = ",".join(f"bn{a}" for a in axes)
+            m = mask[..., None].to(x.dtype)
+            weights[0] = weights[0] * (m[..., None] if self.per_channel else m)
+        ins, axes = self.subscripts()
         ones = torch.ones_like(y[..., :1])
+        if self.density == "appended":  # cambridge-mlg/tnp ConvCNPEncoder: [y, 1], summed
+            return torch.einsum(f"{ins},bnc->bc{axes}", *weights, torch.cat([y, ones], -1))
         channels = torch.einsum(f"{ins},bnc->bc{axes}", *weights, torch.cat([ones, y], -1))
         density, data = channels[:, :1], channels[:, 1:]
         return torch.cat([density, data / (density + self.eps)], 1)
 
 
 class SetConvFromGrid(_LatticeRBF):
-    """Decoder set convolution (Gordon et al., Eq. 5): ``f(x) = sum_g w(x - g) z(g)``."""
+    """Decoder set convolution (Gordon et al., Eq. 5): ``f(x) = sum_g w(x - g) z(g)``.
 
-    def forward(self, x: torch.Tensor, z: torch.Tensor, start: torch.Tensor) -> torch.Tensor:
-        """x ``[batch, n, dim_x]``, z ``[batch, channels, *shape]``, start ``[batch, dim_x]``
-        -> ``[batch, n, channels]``."""
+    ``density=True``: a density channel ``sum_g w(x - g) valid(g)`` is prepended and divides
+    the others, ``[density, f / (density + eps)]`` (the TNP-KR code's read-out ConvDeepSet)."""
+
+    eps = 1e-8
+
+    def __init__(self, *args, density: bool = False, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.density = density
+
+    def forward(
+        self,
+        x: torch.Tensor,
+        z: torch.Tensor,
+        start: torch.Tensor,
+        valid: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """x ``[batch, n, dim_x]``, z ``[batch, channels, *shape]``, start ``[batch, dim_x]``,
+        valid ``[batch, 1, *shape]`` (each task's box, for the density) or None -> ``[batch, n,
+        channels]`` (``1 + channels`` with the density)."""
         weights = self.axis_weights(x, start, z.shape[2:])
-        axes = _AXES[self.dim_x]
-        ins = ",".join(f"bn{a}" for a in axes)
-        return torch.einsum(f"{ins},bc{axes}->bnc", *weights, z)
+        ins, axes = self.subscripts()
+        if not self.density:
+            return torch.einsum(f"{ins},bc{axes}->bnc", *weights, z)
+        ones = torch.ones_like(z[:, :1]) if valid is None else valid.expand_as(z[:, :1])
+        channels = torch.einsum(f"{ins},bc{axes}->bnc", *weights, torch.cat([ones, z], 1))
+        density, data = channels[..., :1], channels[..., 1:]
+        return torch.cat([density, data / (density + self.eps)], -1)
