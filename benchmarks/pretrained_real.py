@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import statistics
 import sys
 import time
@@ -166,7 +167,7 @@ def main(argv: list[str] | None = None) -> dict:
     commit, command = git_commit(), command_line()
     models = [ZeroShot(spec) for spec in args.models]
     labels = [m.label for m in models] + [GP]
-    started = time.perf_counter()
+    started, load_at_start = time.perf_counter(), os.getloadavg()[0]
     results, examples = {}, {}
     for s_index, name in enumerate(args.series):
         series = load_series(name)
@@ -190,6 +191,7 @@ def main(argv: list[str] | None = None) -> dict:
         "commit": commit,
         "hardware": hardware(),
         "wall_s": time.perf_counter() - started,
+        "load_average": load_at_start,
         "models": {m.label: m.spec for m in models},
         "n_splits": args.splits,
         "series": {n: _describe(load_series(n)) for n in args.series},
