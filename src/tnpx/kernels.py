@@ -88,7 +88,12 @@ def kernel_matrix_mixed(
     kernel_ids: torch.Tensor, x1: torch.Tensor, x2: torch.Tensor, **params: torch.Tensor
 ) -> torch.Tensor:
     """Like :func:`kernel_matrix` but each task picks its kernel: ``kernel_ids [batch]``
-    indexes ``KERNELS``. Hyper-parameter tensors are ``[batch]``."""
+    indexes ``KERNELS``. Hyper-parameter tensors are ``[batch]``.
+
+    ``kernel_ids [batch, n_components]`` with hyper-parameters ``[batch, n_components]``: each
+    task's kernel is the sum of its components (:func:`kernel_matrix_sum`)."""
+    if kernel_ids.dim() == 2:
+        return kernel_matrix_sum(kernel_ids, x1, x2, **params)
     kinds = kernel_ids.unique().tolist()
     if len(kinds) == 1:  # one kernel for the whole batch (KR-1): no gather and scatter
         return kernel_matrix(KERNELS[kinds[0]], x1, x2, **params)
@@ -98,3 +103,23 @@ def kernel_matrix_mixed(
         sub = {k: (v[rows] if v is not None else None) for k, v in params.items()}
         out[rows] = kernel_matrix(KERNELS[kid], x1[rows], x2[rows], **sub)
     return out
+
+
+def kernel_matrix_sum(
+    kernel_ids: torch.Tensor, x1: torch.Tensor, x2: torch.Tensor, **params: torch.Tensor
+) -> torch.Tensor:
+    """A sum of stationary kernels per task: ``sum_c k_c(x1, x2)``, ``[batch, n, m]``.
+
+    Args:
+        kernel_ids: ``[batch, n_components]``, indices into ``KERNELS``.
+        x1: ``[batch, n, dim_x]``; x2: ``[batch, m, dim_x]``.
+        params: ``lengthscale``, ``period``, ``variance``: ``[batch, n_components]`` each; a
+            component with variance 0 is absent (it still needs a finite lengthscale and period).
+
+    A sum of stationary kernels is stationary, so ``k(x, x) = k(0, 0) = sum_c variance_c``.
+    """
+    total = x1.new_zeros(x1.shape[0], x1.shape[1], x2.shape[1])
+    for c in range(kernel_ids.shape[1]):
+        column = {k: (v[:, c] if v is not None else None) for k, v in params.items()}
+        total = total + kernel_matrix_mixed(kernel_ids[:, c], x1, x2, **column)
+    return total

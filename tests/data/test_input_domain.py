@@ -56,7 +56,7 @@ def test_samplers_without_a_box_say_none():
     for cls in (ImageSampler, ERA5Sampler, KolmogorovSampler):  # none stated (yet)
         assert not states_input_domain(cls)
     stating = [name for name, (cls, _) in SAMPLERS.items() if states_input_domain(cls)]
-    assert stating == ["gp", "sawtooth"]
+    assert stating == ["gp", "gp-composite", "sawtooth"]
 
 
 def test_predict_reads_the_domain_from_the_sampler_and_none_for_images():

@@ -7,12 +7,14 @@ from dataclasses import fields
 from .base import SPLITS, TaskSampler, batch_at, task_generator
 from .era5 import ERA5Config, ERA5Sampler
 from .gp import GPConfig, GPSampler
+from .gp_composite import CompositeGPConfig, CompositeGPSampler
 from .images import ImageConfig, ImageSampler
 from .kolmogorov import KolmogorovConfig, KolmogorovSampler
 from .sawtooth import SawtoothConfig, SawtoothSampler
 
 SAMPLERS = {
     "gp": (GPSampler, GPConfig),
+    "gp-composite": (CompositeGPSampler, CompositeGPConfig),
     "sawtooth": (SawtoothSampler, SawtoothConfig),
     "image": (ImageSampler, ImageConfig),
     "kolmogorov": (KolmogorovSampler, KolmogorovConfig),
@@ -47,6 +49,8 @@ __all__ = [
     "SAMPLERS",
     "SPLITS",
     "Batch",
+    "CompositeGPConfig",
+    "CompositeGPSampler",
     "ERA5Config",
     "ERA5Sampler",
     "GPConfig",
