@@ -3,8 +3,10 @@ resuming ends exactly as an uninterrupted run, and a finished run is left alone.
 
 from __future__ import annotations
 
+import pytest
 import torch
 
+from benchmarks import long_runs
 from tiny import tiny_overrides, write_tiny
 from tnpx.cli import main
 from tnpx.config import load_config
@@ -91,3 +93,19 @@ def test_prefetching_batches_changes_no_number(tmp_path):
     off = fit(_cfg(tmp_path / "off", steps=25, prefetch="false")).model
     for (k, v), w in zip(on.state_dict().items(), off.state_dict().values()):
         torch.testing.assert_close(v, w, rtol=0, atol=0, msg=k)
+
+
+@pytest.mark.parametrize("name", sorted(long_runs.RUNS))
+def test_every_long_run_checkpoint_fits_in_a_commit(tmp_path, name):
+    """A long run commits ``checkpoints/last.pt`` after every slice, and a committed checkpoint
+    may take at most 5 MB: save a real one (weights and optimiser state after one step) of
+    every registered run's config and measure it."""
+    config, overrides = long_runs.RUNS[name]
+    out = tmp_path / "run"
+    cfg = load_config(
+        long_runs.ROOT / config,
+        [*overrides, f"train.out_dir={out}", "train.progress=false", "data.batch_size=2"],
+    )
+    fit(cfg, stop_at=1)
+    size = (out / "checkpoints" / "last.pt").stat().st_size
+    assert size <= 5_000_000, f"{name}: a checkpoint takes {size / 1e6:.1f} MB (limit 5 MB)"
