@@ -62,6 +62,15 @@ def trained_row(model: str, exact: bool, overrides: list[str], cells: Path):
     return row, cfg, seconds, params
 
 
+def _rest(cfg) -> str:
+    """Where a row's other options come from: the preset that makes it the authors' code's
+    model (docs/fidelity.md), or the library's defaults."""
+    preset = cfg.model.get("preset")
+    if preset:
+        return f"preset `{preset}`, the TE code's function (docs/fidelity.md), for the rest"
+    return "library defaults for the rest"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--exact", action="store_true", help="exact-protocol configs")
@@ -130,9 +139,7 @@ def report(table, seconds, cfgs, params, exact: bool, commit: str) -> str:
         rows.append(
             f"| {name} | " + " | ".join(cells) + f" | {seconds[name]:.0f} s | {params[name]:,} |"
         )
-    options = "\n".join(
-        f"- {n}: `{c.model_options()}` (library defaults for the rest)" for n, c in cfgs.items()
-    )
+    options = "\n".join(f"- {n}: `{c.model_options()}` ({_rest(c)})" for n, c in cfgs.items())
     unequal = max(params.values()) > 2 * min(params.values())
     size_note = (
         " The models differ in size (parameters column), so compare each model with itself "

@@ -36,7 +36,8 @@ from .config_rules import (  # noqa: F401 (ConfigError: importable from here, as
 from .config_yaml import load_yaml, merge, parse_override, parse_text, resolved
 
 # Keys of the model section besides the model's own hyper-parameters.
-MODEL_KEYS = {"name": str, "dim_x": int, "dim_y": int, "preset": str}
+# preset: null says "no preset" (a config whose base config names one for another model)
+MODEL_KEYS = {"name": str, "dim_x": int, "dim_y": int, "preset": str | None}
 
 
 @dataclass

@@ -88,3 +88,17 @@ def test_base_cycles_are_reported(tmp_path):
     (tmp_path / "b.yaml").write_text("base: a.yaml\n")
     with pytest.raises(ConfigError, match="includes itself"):
         load_config(tmp_path / "a.yaml")
+
+
+def test_a_null_preset_undoes_the_base_configs_preset(tmp_path):
+    """A config whose base names a preset of another model says ``preset: null``."""
+    from tnpx.models import build_model
+
+    (tmp_path / "base.yaml").write_text("model: {name: tnp, preset: te-code}\n")
+    (tmp_path / "child.yaml").write_text("base: base.yaml\nmodel: {name: canp, preset: null}\n")
+    child = load_config(tmp_path / "child.yaml")
+    assert child.model["preset"] is None
+    assert build_model("canp", **child.model_options()).hyper == build_model("canp").hyper
+    (tmp_path / "leak.yaml").write_text("base: base.yaml\nmodel: {name: canp}\n")
+    with pytest.raises(ValueError, match="te-code"):  # the base's preset is not canp's
+        build_model("canp", **load_config(tmp_path / "leak.yaml").model_options())
