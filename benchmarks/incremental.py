@@ -5,7 +5,7 @@ recomputes some), then ``README.md`` and plots are written from whatever is cach
 
 - ``update``: the time to add one point to inc-tnp's cache of N points (``model.update``)
   against re-encoding N + 1 points, N = 10^2 .. 10^4 (KR-1 budget sizes);
-- ``kr1``: KR-1 RBF (``configs/kr1-rbf-budget.yaml``) LL of ``inc-tnp`` and ``tnp`` trained
+- ``kr1``: KR-1 RBF (``configs/kr1-rbf-tnpx-budget.yaml``) LL of ``inc-tnp`` and ``tnp`` trained
   with the same config (runs under ``--runs``, resumed or reused), paired over the same test
   tasks, and how much inc-tnp's prediction moves when its context is reordered;
 - ``sampling``: time and peak tensor memory of ``tnpx.sample`` for ``--paths`` paths of K

@@ -21,7 +21,7 @@ from tnpx.data import batch_at
 from tnpx.evaluate import build_test_sampler
 from tnpx.train import train_or_load
 
-KR1 = "configs/kr1-rbf-budget.yaml"
+KR1 = "configs/kr1-rbf-tnpx-budget.yaml"
 MODELS = ("tnp", "inc-tnp")
 
 

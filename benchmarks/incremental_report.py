@@ -234,7 +234,7 @@ draw from the GP posterior under each model's factorisation (higher is better).
 **Command**: `python benchmarks/incremental.py` regenerates everything (parts are cached as
 JSON beside this file; the command that computed each part is under its table).
 
-**Protocol or budget**: budget, no paper protocol. KR-1 rows: `configs/kr1-rbf-budget.yaml`
+**Protocol or budget**: budget, no paper protocol. KR-1 rows: `configs/kr1-rbf-tnpx-budget.yaml`
 for both models (1,500 steps of batch 16, dim_model 64, 3 layers of 4 heads; 1,024 test tasks;
 one training seed), the papers' (incTNP, ICML 2026; Hassan et al., ICLR 2026) experiments are
 not repeated. Timings: untrained models at the KR-1 budget sizes for (1) (time does not

@@ -50,6 +50,7 @@ from benchmarks.paper_tables.cells import (  # noqa: F401 (re-exported for tests
     cell_path,
     load_cells,
     missing_data,
+    preset_options,
     run_cell,
     settings,
     stale_reason,
@@ -57,11 +58,12 @@ from benchmarks.paper_tables.cells import (  # noqa: F401 (re-exported for tests
 from benchmarks.paper_tables.figures import draw_completions
 from benchmarks.paper_tables.markdown import model_label  # noqa: F401
 from benchmarks.paper_tables.ordering import ordering, ranks, spearman  # noqa: F401
-from benchmarks.paper_tables.report import write_outputs
+from benchmarks.paper_tables.report import report, write_outputs  # noqa: F401
 from benchmarks.paper_tables.specs import (  # noqa: F401
     BUDGET_SIZES,
     DEFAULT_TABLES,
     KERNEL_LABELS,
+    KR_CODE_BUDGET,
     ORACLE,
     REFERENCE,
     TABLES,

@@ -1,6 +1,6 @@
 """Milliseconds per training step and parameter count for every registered model.
 
-Two sizes: the budget config's model sizes (``configs/kr1-rbf-budget.yaml``; a model takes
+Two sizes: the budget config's model sizes (``configs/kr1-rbf-tnpx-budget.yaml``; a model takes
 the options it has) and the TE F.1 defaults (``build_model(name)`` with no overrides).
 Batch 16, 32 context + 128 target points, 1D, AdamW. Writes ``results/perf/train_step.md``
 and ``.json``.
@@ -78,7 +78,7 @@ def build(name: str, options: dict) -> tnpx.NeuralProcess:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=20)
-    parser.add_argument("--budget-config", default="configs/kr1-rbf-budget.yaml")
+    parser.add_argument("--budget-config", default="configs/kr1-rbf-tnpx-budget.yaml")
     parser.add_argument("--out", default="results/perf")
     args = parser.parse_args()
 

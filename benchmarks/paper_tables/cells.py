@@ -13,18 +13,20 @@ from pathlib import Path
 from omegaconf import OmegaConf
 
 from benchmarks.paper_tables.specs import (
-    BUDGET_SIZES,
     ORACLE,
     REFERENCE,
     Row,
     TableSpec,
     is_trained,
 )
+from tnpx.checkpoint import read_checkpoint
 from tnpx.config import ExperimentConfig, config_to_yaml, load_config
 from tnpx.evaluate import Metrics, build_test_sampler, evaluate
 from tnpx.experiments.provenance import hardware
 from tnpx.models import build_model
+from tnpx.models.base import PRESETS
 from tnpx.train import resolve_device, train_or_load
+from tnpx.train_state import run_files
 
 # Config keys that do not change a cell's numbers (so a cached cell stays valid without them).
 NEUTRAL_TRAIN_KEYS = ("out_dir", "progress", "device", "prefetch")
@@ -114,11 +116,6 @@ def row_overrides(row: Row, column: str, exact: bool) -> list[str]:
     ]
 
 
-def cell_overrides(model: str, exact: bool) -> list[str]:
-    """``model.name`` and, at the budget, the model's sizes from :data:`BUDGET_SIZES`."""
-    return row_overrides(Row(model, budget=BUDGET_SIZES[model]), "", exact)
-
-
 def cell_config(
     spec: TableSpec, kernel: str, model: str, exact: bool, runs: Path, extra: list[str]
 ) -> ExperimentConfig:
@@ -136,11 +133,35 @@ def cell_config(
         return load_config(spec.config_path(kernel, exact), overrides)
 
 
+def _plain(value):
+    """``value`` as it reads back from JSON (tuples become lists), to compare with a cache."""
+    return json.loads(json.dumps(value))
+
+
+def preset_options(model: dict) -> dict:
+    """The hyper-parameters the model section's ``preset`` sets (``{}`` without a preset):
+    what the preset's name stands for today, so a cell computed before a preset changed is
+    not taken for one of the new preset."""
+    preset = model.get("preset")
+    if preset is None:
+        return {}
+    return _plain(PRESETS.get(model["name"], {}).get(preset, {}))
+
+
+def model_settings(model: dict) -> dict:
+    """The model section with, where it names a preset, the options that preset resolves to
+    (``preset_options``)."""
+    resolved = preset_options(model)
+    return {**model, "preset_options": resolved} if "preset" in model else dict(model)
+
+
 def settings(cfg: ExperimentConfig) -> dict:
     """The config keys a cell's numbers depend on: the test set only for the oracle, the test
     set and the model for the other untrained models (fitted GPs); everything but where and
-    how verbosely the run goes otherwise."""
+    how verbosely the run goes otherwise. A named preset is resolved into its options
+    (``model_settings``)."""
     values = OmegaConf.to_container(OmegaConf.create(config_to_yaml(cfg)))
+    values["model"] = model_settings(values["model"])
     if cfg.model["name"] == ORACLE:
         return {"data": values["data"], "eval": values["eval"]}
     if not is_trained(cfg.model["name"]):
@@ -155,12 +176,42 @@ def settings(cfg: ExperimentConfig) -> dict:
     return values
 
 
+def recorded_model_mismatch(cfg: ExperimentConfig) -> list[str]:
+    """The model options of ``cfg`` (its preset's, then the config's own) that a model saved
+    in its run directory (``model.pt``, ``checkpoints/last.pt``) records with another value:
+    a run's ``config.yaml`` names a preset, the checkpoint holds what the preset was then."""
+    want = {
+        **preset_options(cfg.model),
+        **_plain({k: v for k, v in cfg.model_options().items() if k != "preset"}),
+    }
+    mismatched = []
+    for path in run_files(Path(cfg.train.out_dir)):
+        if not path.exists():
+            continue
+        recorded = read_checkpoint(path)["model"]
+        hyper = _plain(recorded.get("hyper", {}))
+        if recorded["name"] != cfg.model["name"]:
+            mismatched.append(f"{path}: model {recorded['name']}")
+        mismatched += [
+            f"{path}: {k} = {hyper.get(k)!r}, not {v!r}"
+            for k, v in want.items()
+            if hyper.get(k) != v
+        ]
+    return mismatched
+
+
 def stale_reason(cfg: ExperimentConfig, cell: Path) -> str | None:
     """Why the cached cell or the run directory of ``cfg`` does not belong to ``cfg`` (a
-    different ``--steps``, protocol or size), or None when both match or do not exist yet."""
+    different ``--steps``, protocol, size or preset, or a preset whose options changed since),
+    or None when both match or do not exist yet."""
     want = settings(cfg)
     if cell.exists() and Cell.from_json(cell.read_text()).settings != want:
         return f"{cell} was computed with other settings; delete it or pass another --out"
+    if is_trained(cfg.model["name"]) and (mismatch := recorded_model_mismatch(cfg)):
+        return (
+            f"{cfg.train.out_dir} holds a model built with other options ({'; '.join(mismatch)});"
+            " delete it or pass --runs"
+        )
     run_config = Path(cfg.train.out_dir) / "config.yaml"
     if is_trained(cfg.model["name"]) and run_config.exists():
         # Training never reads the eval section, so columns that differ only there (TE-4's

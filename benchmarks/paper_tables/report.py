@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import asdict
 from pathlib import Path
 
-from benchmarks.paper_tables.cells import load_cells, missing_cells
+from benchmarks.paper_tables.cells import cell_config, load_cells, missing_cells
 from benchmarks.paper_tables.figures import figure_name
 from benchmarks.paper_tables.markdown import (
     cells_table,
@@ -54,6 +54,34 @@ def protocol_text(spec: TableSpec, cells: dict, exact: bool) -> str:
         f"seed ({spec.paper_seeds}); {tasks} test tasks "
         f"(paper: {spec.paper_test}); {spec.budget_sizes}{data}"
     )
+
+
+def row_presets(spec: TableSpec, exact: bool) -> dict[str, str]:
+    """Each row's preset as the table's command builds it (from the first column's config and
+    the row's options), with the row's own options on top at the budget; "none" without one."""
+    presets = {}
+    for label, row in spec.rows.items():
+        cfg = cell_config(spec, spec.kernels[0], label, exact, Path("runs"), [])
+        preset = cfg.model.get("preset")
+        extra = (
+            "" if exact or preset is None else ", ".join(f"{k}={v}" for k, v in row.budget.items())
+        )
+        presets[label] = (
+            "none (tnpx defaults)"
+            if preset is None
+            else f"`{preset}`" + (f" with {extra}" if extra else "")
+        )
+    return presets
+
+
+def presets_text(spec: TableSpec, exact: bool) -> str:
+    """Which preset each row used, grouped by preset, and what that means for the table."""
+    groups: dict[str, list[str]] = {}
+    for label, preset in row_presets(spec, exact).items():
+        groups.setdefault(preset, []).append(label)
+    listed = "; ".join(f"{preset}: {', '.join(labels)}" for preset, labels in groups.items())
+    note = spec.exact_presets if exact else spec.budget_presets
+    return listed + (f" ({note})" if note else "")
 
 
 def other_provenance(cells: dict, commit: str) -> str:
@@ -188,6 +216,8 @@ start).{provenance}
 
 **Protocol or budget**: {protocol_text(spec, cells, run["exact"])}.
 
+**Presets**: {presets_text(spec, run["exact"])}.
+
 **Hardware and time**: {run["hardware"]}; wall time per cell (train + eval) in the last table.
 
 {value_table(spec, cells)}
@@ -204,9 +234,11 @@ start).{provenance}
 {plot}{gap}{transfer_section(spec, cells)}{figures_section(spec, run)}
 ## Model sizes
 
-Budget sizes are set in `benchmarks/paper_tables/specs.py`: each row's `budget` options in `TABLES`
-(the TNP-KR rows take theirs from `BUDGET_SIZES`, each model near 120–140k parameters, keeping
-its architecture's depth where the paper fixes it and shrinking its width).
+Budget sizes are set in `benchmarks/paper_tables/specs.py`: each row's `budget` options in `TABLES`.
+KR-1 and KR-3 take theirs from `KR_CODE_BUDGET`: every row at its `kr-code` preset (the TNP-KR
+code's sizes) but the three transformers, which keep 3 of their 6 layers. KR-4 takes its from
+`BUDGET_SIZES` (tnpx defaults, no preset, each model near 120–140k parameters, keeping its
+architecture's depth where the paper fixes it and shrinking its width).
 
 {sizes_table(spec, cells)}
 

@@ -265,7 +265,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="train tnp and cnp, evaluate against the GP oracle, plot",
         description="What `make demo` runs; writes results/demo/.",
     )
-    p.add_argument("--config", default="configs/kr1-rbf-budget.yaml")
+    p.add_argument("--config", default="configs/kr1-rbf-tnpx-budget.yaml")
     p.add_argument("--out", default="results/demo")
     p.add_argument("--runs", default="runs/demo", help="where the training runs go")
     p.add_argument("overrides", nargs="*", help="section.key=value overrides for both models")

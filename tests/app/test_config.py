@@ -55,7 +55,7 @@ def test_bad_keys_and_types_list_valid_keys(override, message):
 
 
 def test_switching_model_drops_file_options_with_a_warning(tmp_path):
-    path = CONFIGS[0]
+    path = Path(__file__).parents[2] / "configs" / "kr1-rbf-tnpx-budget.yaml"  # tnp's sizes
     with pytest.warns(UserWarning, match="ignoring the config file's model options"):
         cfg = load_config(path, ["model.name=cnp"])
     assert cfg.model["name"] == "cnp" and "n_layers" not in cfg.model

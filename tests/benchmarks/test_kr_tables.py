@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -16,10 +17,12 @@ import torch
 from torch.testing import assert_close
 
 from benchmarks import kr_tables as kt
+from tnpx.checkpoint import save
 from tnpx.config import load_config
 from tnpx.data import batch_at
 from tnpx.evaluate import Metrics, build_test_sampler
 from tnpx.models import build_model
+from tnpx.models.base import PRESETS
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -166,19 +169,72 @@ def test_spearman_and_tied_ranks():
     assert kt.spearman([1, 2, 3, 4], [5, 5, 6, 7]) == pytest.approx(0.9486833, abs=1e-6)
 
 
+TRANSFORMERS = ("tnp-d", "tnp-kr-full", "tnp-kr-fast")
+
+
 @pytest.mark.parametrize(
     "table, model",
-    [(t, m) for t in GP_TABLES for m in kt.TABLES[t].models if m != kt.ORACLE],
+    [(t, m) for t in ("kr1", "kr3") for m in kt.TABLES[t].models if m != kt.ORACLE],
 )
-def test_budget_sizes_are_comparable(tmp_path, table, model):
+def test_kr1_kr3_budget_rows_build_the_kr_code_preset_with_only_the_transformer_depth_cut(
+    tmp_path, table, model
+):
+    """A KR-1 / KR-3 budget cell builds the row's ``kr-code`` model (the TNP-KR code's function
+    and sizes, ``min_std`` 0 included); the three transformers differ only in having 3 of
+    their 6 layers."""
     spec = kt.TABLES[table]
-    cfg = kt.cell_config(spec, spec.kernels[0], model, False, tmp_path, [])
-    assert cfg.model["name"] == model
-    assert cfg.train.out_dir == str(tmp_path / f"{table}-{spec.kernels[0]}" / model)
+    column = spec.kernels[0]
+    cfg = kt.cell_config(spec, column, model, False, tmp_path, [])
+    assert cfg.protocol == "budget" and cfg.train.out_dir == str(
+        tmp_path / f"{table}-{column}" / model
+    )
+    depth = {"n_layers": 3} if model in TRANSFORMERS else {}
+    assert cfg.model_options() == {"preset": "kr-code", **depth}
+    dim_x = cfg.model["dim_x"]
+    assert dim_x == (2 if table == "kr3" else 1)
+    built = build_model(model, dim_x, 1, **cfg.model_options())
+    code = build_model(model, dim_x, 1, preset="kr-code")
+    assert built.hyper.min_std == code.hyper.min_std == 0.0
+    differs = {k for k, v in asdict(built.hyper).items() if asdict(code.hyper)[k] != v}
+    assert differs == set(depth)
+    n = sum(p.numel() for p in built.parameters())
+    if model in TRANSFORMERS:
+        assert code.hyper.n_layers == 6 and n < sum(p.numel() for p in code.parameters())
+    else:
+        assert n == sum(p.numel() for p in code.parameters())
+    # the budget keeps the exact config's data generator only where the file says so: the
+    # training length and optimiser are the budget's
+    assert cfg.train.steps == 1500 and cfg.data["batch_size"] == 16 and cfg.optim.name == "adamw"
+
+
+@pytest.mark.parametrize("model", [m for m in kt.TABLES["kr4"].models])
+def test_kr4_budget_rows_keep_the_tnpx_defaults_at_the_budget_sizes(tmp_path, model):
+    """KR-4's budget is not re-run yet: no preset, the sizes of ``BUDGET_SIZES`` (each near
+    120-140k parameters), the head options of its configs."""
+    spec = kt.TABLES["kr4"]
+    cfg = kt.cell_config(spec, "mnist", model, False, tmp_path, [])
+    assert "preset" not in cfg.model
     for key, value in kt.BUDGET_SIZES[model].items():
         assert cfg.model[key] == value
-    built = build_model(model, cfg.model["dim_x"], 1, **cfg.model_options())
-    assert 100_000 <= sum(p.numel() for p in built.parameters()) <= 150_000
+    assert cfg.model["min_std"] == 0.05
+    built = build_model(model, cfg.model["dim_x"], cfg.model["dim_y"], **cfg.model_options())
+    if spec.rows[model].trained:
+        assert 100_000 <= sum(p.numel() for p in built.parameters()) <= 150_000
+
+
+def test_each_readme_says_which_preset_each_row_used(tmp_path):
+    kr1 = readme(tmp_path, kt.TABLES["kr1"])
+    assert "**Presets**: `kr-code`: np, cnp, bnp, anp, canp, banp, convcnp, gp-oracle; " in kr1
+    assert "`kr-code` with n_layers=3: tnp-d, tnp-kr-fast, tnp-kr-full (" in kr1
+    assert "120–140k" not in kr1.split("## Model sizes")[0]
+    kr4 = readme(tmp_path, kt.TABLES["kr4"])
+    assert "**Presets**: none (tnpx defaults): np, cnp, anp, canp, tnp-d" in kr4
+    assert "NOT the TNP-KR code's function" in kr4 and "re-run at `kr-code` is pending" in kr4
+    exact = kt.report(kt.TABLES["kr3"], {}, {**RUN, "exact": True, "protocol": "exact"})
+    assert (
+        "**Presets**: `kr-code`: np, cnp, anp, canp, tnp-d, tnp-kr-fast, tnp-kr-full, gp-oracle"
+        in exact
+    )
 
 
 def test_exact_cells_use_the_kr_code_presets(tmp_path):
@@ -210,6 +266,47 @@ def test_a_cell_from_other_settings_is_refused(tmp_path):
     # where the run went does not change the numbers
     elsewhere = kt.cell_config(spec, "rbf", "cnp", False, tmp_path / "elsewhere", [])
     assert kt.stale_reason(elsewhere, path) is None
+
+
+def test_a_cell_of_the_old_budget_options_is_refused(tmp_path):
+    """A KR-1 cell cached with the budget's former options (tnpx defaults at small sizes,
+    min_std 1e-3) is not reused by the ``kr-code`` budget."""
+    spec = kt.TABLES["kr1"]
+    cfg = kt.cell_config(spec, "rbf", "tnp-d", False, tmp_path / "runs", [])
+    # the former model section of configs/kr1-rbf-budget.yaml, kept in the tnpx-budget file
+    run = f"train.out_dir={cfg.train.out_dir}"
+    old = load_config(ROOT / "configs" / "kr1-rbf-tnpx-budget.yaml", ["model.name=tnp-d", run])
+    assert old.model["dim_model"] == 64 and old.model["min_std"] == 1e-3
+    assert old.data == cfg.data and old.train.steps == cfg.train.steps
+    path = kt.cell_path(tmp_path, "kr1", "rbf", "tnp-d")
+    path.parent.mkdir(parents=True)
+    cell = fake_cell("kr1", "rbf", "tnp-d", 0.3)
+    cell.settings = kt.settings(old)
+    path.write_text(cell.to_json())
+    assert "other settings" in kt.stale_reason(cfg, path)
+
+
+def test_a_changed_preset_makes_its_cells_and_runs_stale(tmp_path, monkeypatch):
+    """A cell or a run made under a preset whose options have changed since is refused, though
+    the config names the same preset: the cache key holds what the preset resolved to."""
+    spec = kt.TABLES["kr1"]
+    cfg = kt.cell_config(spec, "rbf", "cnp", False, tmp_path / "runs", [])
+    assert kt.settings(cfg)["model"]["preset_options"] == kt.preset_options(cfg.model) != {}
+    path = kt.cell_path(tmp_path, "kr1", "rbf", "cnp")
+    path.parent.mkdir(parents=True)
+    cell = fake_cell("kr1", "rbf", "cnp", 0.3)
+    cell.settings = kt.settings(cfg)
+    path.write_text(cell.to_json())
+    run = Path(cfg.train.out_dir)
+    run.mkdir(parents=True)
+    save(build_model("cnp", 1, 1, **cfg.model_options()), run / "model.pt")
+    assert kt.stale_reason(cfg, path) is None
+    code = dict(PRESETS["cnp"]["kr-code"])
+    monkeypatch.setitem(PRESETS["cnp"], "kr-code", {**code, "dim_model": 32})
+    assert "other settings" in kt.stale_reason(cfg, path)
+    path.unlink()
+    reason = kt.stale_reason(cfg, path)
+    assert "holds a model built with other options" in reason and "dim_model = 128" in reason
 
 
 @pytest.mark.parametrize("name", ["kr3", "kr3-budget"])

@@ -65,6 +65,6 @@ def test_training_it_fails_clearly(tmp_path):
 
     overrides = ["model.name=context-moments", f"train.out_dir={tmp_path}", "train.progress=false"]
     with pytest.warns(UserWarning, match="ignoring the config file's model options"):
-        cfg = load_config("configs/kr1-rbf-budget.yaml", overrides)
+        cfg = load_config("configs/kr1-rbf-tnpx-budget.yaml", overrides)
     with pytest.raises(ValueError, match="no trainable parameters"):
         fit(cfg)

@@ -24,7 +24,7 @@ DEMO_MODELS = {"tnp": [], "cnp": ["model.name=cnp", "model.dim_model=64"]}
 
 
 def run_demo(
-    config: str = "configs/kr1-rbf-budget.yaml",
+    config: str = "configs/kr1-rbf-tnpx-budget.yaml",
     out: str = "results/demo",
     runs: str = "runs/demo",
     overrides: list[str] | None = None,
