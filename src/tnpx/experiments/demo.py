@@ -14,6 +14,7 @@ under one folder, ``runs/demo/`` by default (ignored by git): a checkout stays c
 from __future__ import annotations
 
 import json
+import os
 import time
 import warnings
 from collections.abc import Callable
@@ -81,7 +82,7 @@ def heading(number: int, text: str) -> None:
 def run_demo(settings: DemoSettings) -> Path:
     """Run the three parts, write the figures, ``metrics.json`` and ``README.md`` under
     ``settings.out``; returns that folder."""
-    start = time.perf_counter()
+    start, load = time.perf_counter(), os.getloadavg()[0]
     out = Path(settings.out)
     out.mkdir(parents=True, exist_ok=True)
     heading(
@@ -128,7 +129,7 @@ def run_demo(settings: DemoSettings) -> Path:
     total_s = time.perf_counter() - start
     cnp_why = "the --quick steps" if settings.quick else CNP_WHY
     (out / "README.md").write_text(
-        report(settings, shot, trained, (prior, average), total_s, cnp_why)
+        report(settings, shot, trained, (prior, average), total_s, cnp_why, load)
     )
     print(f"\n== Results (LL per target, higher is better; {total_s:.0f} s in all) ==")
     print(results_table(trained, prior, average))

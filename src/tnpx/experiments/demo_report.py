@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -118,6 +119,12 @@ def _reading(shot: ZeroShot, trained: dict[str, TrainedModel], average: float) -
         )
         for name, t in trained.items()
     )
+    if follows_context(cnp.gp_mean_share, average) and tnp.gp_mean_share - cnp.gp_mean_share > 0.2:
+        context += (
+            ". CNP, one mean-pooled vector for the whole context, follows its broad shape but "
+            "not the short wiggles TNP tracks (`predictions.png`): the underfitting attention "
+            "was brought into NPs to fix"
+        )
     z = shot.metrics
     return (
         f"The shipped {shot.name} is {z.gap:.2f} ± {z.gap_se:.2f} nats per target below the "
@@ -137,16 +144,31 @@ def report(
     references: tuple[float, float],
     total_s: float,
     cnp_why: str,
+    load: float,
 ) -> str:
     """The README of a demo run. ``references``: the GP prior's LL and the GP-mean share of a
     flat line at the context's average (see :func:`results_table`); ``cnp_why``: why CNP
-    trains for the steps it does."""
+    trains for the steps it does; ``load``: the machine's load average when the demo began."""
     prior, average = references
 
     times = "; ".join(
         f"{n} train {t.train_s:.0f} s, eval {t.eval_s:.0f} s" for n, t in trained.items()
     )
-    tasks = "\n".join(f"- {t.line(shot.name)}" for t in shot.tasks)
+    tasks = "\n".join(
+        [
+            f"| kernel | lengthscale | noise std | context points | {shot.name} LL | exact GP LL |",
+            "| --- | --- | --- | --- | --- | --- |",
+            *(
+                f"| {t.kernel} | {t.lengthscale:.2f} | {t.noise:.2f} | {t.n_ctx} | "
+                f"{t.model_ll:.3f} | {t.oracle_ll:.3f} |"
+                for t in shot.tasks
+            ),
+        ]
+    )
+    card = shot.card
+    cores = os.cpu_count() or 1
+    busy = f" (over the {cores} cores: other jobs shared them, stretching every time)"
+    busy = busy if load > cores else ""
     return f"""# Demo: a shipped TNP zero-shot, then TNP and CNP trained here, against the exact GP
 
 **What**: (1) zero-shot: the pretrained `{shot.name}` (`tnpx.pretrained("{shot.name}")`,
@@ -164,11 +186,14 @@ predictive interval.
 which writes `runs/demo/` (ignored by git); `results/demo/` is rebuilt only by
 `make demo-results`.
 
-**Protocol or budget**: {_budget(trained, settings)} CNP gets {cnp_why}; a
+**Protocol or budget**: zero-shot: `{shot.name}` as shipped ({card["steps"]} steps of batch
+{card["batch_size"]}, `{card["config"]}`), scored on {shot.metrics.n_tasks} tasks of its
+experiment's test set (its card's number is over {card["eval"]["n_tasks"]}); no paper
+reports this experiment. Trained here: {_budget(trained, settings)} CNP gets {cnp_why}; a
 CNP step costs about a quarter of a TNP step.
 
-**Hardware and time**: {hardware()}. Zero-shot {shot.seconds:.0f} s; {times}; whole demo
-{total_s:.0f} s.
+**Hardware and time**: {hardware()}; 1-minute load average {load:.1f} at the
+start{busy}. Zero-shot {shot.seconds:.0f} s; {times}; whole demo {total_s:.0f} s.
 
 ## 1. Zero-shot: `{shot.name}` beside the exact GP
 
