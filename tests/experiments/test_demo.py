@@ -99,6 +99,14 @@ def test_default_output_folder_is_ignored_by_git():
     assert _git(ROOT, "check-ignore", "-q", "results/demo/README.md").returncode == 1
 
 
+def test_results_demo_names_the_one_command_that_rebuilds_it():
+    makefile = (ROOT / "Makefile").read_text()
+    recipe = re.search(r"^demo-results: .*\n\t(.*)$", makefile, re.MULTILINE)
+    assert recipe and "tnpx demo --out results/demo --runs runs/" in recipe.group(1)
+    readme = (ROOT / "results" / "demo" / "README.md").read_text()
+    assert "`make demo-results`" in readme and "--out results/demo" in readme
+
+
 @pytest.mark.slow
 def test_demo_in_a_copy_of_the_repository_leaves_git_status_clean(tmp_path):
     _needs_git_checkout()
