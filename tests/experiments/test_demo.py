@@ -23,12 +23,10 @@ from tnpx.experiments.demo import (
     CNP_STEPS,
     DEFAULT_OUT,
     DemoSettings,
-    context_average,
     demo_config,
     gp_mean_share,
-    model_mean,
 )
-from tnpx.experiments.demo_report import follows_context
+from tnpx.experiments.demo_report import REFERENCE_MODEL, follows_context
 from tnpx.models import build_model
 from tnpx.train import fit
 
@@ -77,6 +75,8 @@ def test_quick_demo_writes_every_part_under_its_out_folder_only(tmp_path):
         assert (out / "train" / model / "model.pt").is_file()
     for heading in ("== 1/3  Zero-shot", "== 2/3  Train tnp", "== 3/3  Train cnp", "== Results"):
         assert heading in done.stdout
+    for row in ("| tnp |", "| cnp |", f"| {REFERENCE_MODEL} (reference) |", "| exact GP |"):
+        assert row in done.stdout
     record = json.loads((out / "metrics.json").read_text())
     zero_shot = record["zero_shot"]["metrics"]
     assert record["zero_shot"]["model"] == "gp1d-tnp" and zero_shot["n_tasks"] == 16
@@ -126,14 +126,14 @@ def test_demo_in_a_copy_of_the_repository_leaves_git_status_clean(tmp_path):
     assert status.returncode == 0 and status.stdout == ""
 
 
-def test_gp_mean_share_ranks_the_exact_gp_a_context_average_and_an_untrained_model():
+def test_gp_mean_share_ranks_the_exact_gp_the_context_average_and_an_untrained_model():
     sampler = build_test_sampler(load_config(CONFIG))
-    assert gp_mean_share(model_mean(build_model("gp-oracle")), sampler, 2) == pytest.approx(1.0)
+    assert gp_mean_share(build_model("gp-oracle"), sampler, 2) == pytest.approx(1.0)
     torch.manual_seed(0)
     untrained = build_model("cnp", dim_model=64).eval()
-    assert gp_mean_share(model_mean(untrained), sampler, 2) < 0.1
+    assert gp_mean_share(untrained, sampler, 2) < 0.1
     # Shifting to the context's average explains some of the GP mean, far from all of it.
-    assert 0.0 < gp_mean_share(context_average, sampler, 2) < 0.5
+    assert 0.0 < gp_mean_share(build_model(REFERENCE_MODEL), sampler, 2) < 0.5
 
 
 @pytest.mark.slow
@@ -148,7 +148,7 @@ def test_cnp_at_the_demo_settings_follows_its_context(tmp_path):
     result = fit(cfg, stop_at=CNP_CHECK_STEPS)
     assert result.steps_done == CNP_CHECK_STEPS
     sampler = build_test_sampler(cfg)
-    share = gp_mean_share(model_mean(result.model.eval()), sampler, 8)
-    average = gp_mean_share(context_average, sampler, 8)
+    share = gp_mean_share(result.model.eval(), sampler, 8)
+    average = gp_mean_share(build_model(REFERENCE_MODEL), sampler, 8)
     print(f"CNP after {CNP_CHECK_STEPS} steps: share {share:.3f}; context average {average:.3f}")
     assert follows_context(share, average), (share, average)

@@ -17,7 +17,6 @@ import json
 import os
 import time
 import warnings
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -30,7 +29,7 @@ from ..evaluate import build_test_sampler, evaluate
 from ..models import NeuralProcess, build_model
 from ..plot import plot_1d_tasks, plot_validation_curves
 from ..train import fit
-from .demo_report import TrainedModel, report, results_table
+from .demo_report import REFERENCE_MODEL, Scored, TrainedModel, report, results_table
 from .demo_zero_shot import ZERO_SHOT_MODEL, zero_shot
 
 DEFAULT_OUT = "runs/demo"
@@ -109,7 +108,7 @@ def run_demo(settings: DemoSettings) -> Path:
     sampler = build_test_sampler(next(iter(trained.values())).config)
     n_batches = next(iter(trained.values())).config.eval.n_batches
     prior = prior_ll(sampler, n_batches)
-    average = gp_mean_share(context_average, sampler, n_batches)
+    reference = score(build_model(REFERENCE_MODEL), sampler, n_batches)
     models = {name: t.model for name, t in trained.items()}
     predictions = plot_1d_tasks(models, sampler, out / "predictions.png")
     curves = plot_validation_curves(
@@ -122,17 +121,17 @@ def run_demo(settings: DemoSettings) -> Path:
         "quick": settings.quick,
         "zero_shot": shot.as_dict(),
         "prior_ll": prior,
-        "context_average_gp_mean_share": average,
+        REFERENCE_MODEL: {"gp_mean_share": reference.gp_mean_share, **reference.metrics.as_dict()},
         "models": {n: t.as_dict() for n, t in trained.items()},
     }
     (out / "metrics.json").write_text(json.dumps(record, indent=2))
     total_s = time.perf_counter() - start
     cnp_why = "the --quick steps" if settings.quick else CNP_WHY
     (out / "README.md").write_text(
-        report(settings, shot, trained, (prior, average), total_s, cnp_why, load)
+        report(settings, shot, trained, (prior, reference), total_s, cnp_why, load)
     )
     print(f"\n== Results (LL per target, higher is better; {total_s:.0f} s in all) ==")
-    print(results_table(trained, prior, average))
+    print(results_table(trained, prior, reference))
     files = [shot.figure, predictions, curves, out / "metrics.json", out / "README.md"]
     print(f"\nwrote {', '.join(str(f) for f in files)}")
     return out
@@ -152,44 +151,36 @@ def _train_and_score(cfg: ExperimentConfig) -> TrainedModel:
     start = time.perf_counter()
     model = fit(cfg).model.eval()
     train_s = time.perf_counter() - start
-    sampler = build_test_sampler(cfg)
     start = time.perf_counter()
-    metrics = evaluate(model, sampler, cfg.eval.n_batches)
-    share = gp_mean_share(model_mean(model), sampler, cfg.eval.n_batches)
-    return TrainedModel(cfg, model, metrics, share, train_s, time.perf_counter() - start)
+    scored = score(model, build_test_sampler(cfg), cfg.eval.n_batches)
+    eval_s = time.perf_counter() - start
+    return TrainedModel(scored.metrics, scored.gp_mean_share, cfg, model, train_s, eval_s)
+
+
+def score(model: NeuralProcess, sampler: TaskSampler, n_batches: int) -> Scored:
+    """``model``'s metrics (with the exact GP's) and share of the GP posterior mean on test
+    batches ``0..n_batches-1``."""
+    metrics = evaluate(model, sampler, n_batches)
+    return Scored(metrics, gp_mean_share(model, sampler, n_batches))
 
 
 @torch.no_grad()
-def gp_mean_share(
-    predict_mean: Callable[[Batch], torch.Tensor], sampler: TaskSampler, n_batches: int
-) -> float:
-    """How much of the exact GP posterior mean ``predict_mean`` (a batch -> the predictive
-    mean at its targets, ``[batch, n_tgt, 1]``) reproduces on test batches
-    ``0..n_batches-1``: ``1 - sum (mu - mu_gp)^2 / sum mu_gp^2`` over all targets.
+def gp_mean_share(model: NeuralProcess, sampler: TaskSampler, n_batches: int) -> float:
+    """How much of the exact GP posterior mean ``model``'s predictive mean reproduces on test
+    batches ``0..n_batches-1``: ``1 - sum (mu - mu_gp)^2 / sum mu_gp^2`` over all targets.
 
     The GP prior mean is 0, so ``sum mu_gp^2`` is everything the context moves the mean by:
     a flat line at 0 (the context ignored) scores 0, the exact GP 1, and a flat line at the
-    context's average (:func:`context_average`) what shifting alone explains.
+    context's average (``context-moments``) what shifting alone explains.
     """
     oracle = build_model("gp-oracle")
     squared_error = squared_signal = 0.0
     for i in range(n_batches):
         batch = batch_at(sampler, i, split="test")
         gp_mean = oracle.predict_batch(batch).mean
-        squared_error += (predict_mean(batch) - gp_mean).pow(2).sum().item()
+        squared_error += (model.predict_batch(batch).mean - gp_mean).pow(2).sum().item()
         squared_signal += gp_mean.pow(2).sum().item()
     return 1.0 - squared_error / squared_signal
-
-
-def model_mean(model: NeuralProcess) -> Callable[[Batch], torch.Tensor]:
-    """``model``'s predictive mean at a batch's targets, for :func:`gp_mean_share`."""
-    return lambda batch: model.predict_batch(batch).mean
-
-
-def context_average(batch: Batch) -> torch.Tensor:
-    """A flat line at the average of each task's context values, ``[batch, n_tgt, dim_y]``:
-    the prediction of a model that reads nothing from its context but where it lies."""
-    return batch.yc.mean(1, keepdim=True).expand(-1, batch.xt.shape[1], -1)
 
 
 @torch.no_grad()
