@@ -1,7 +1,7 @@
 """The ``tnpx`` command line: ``tnpx {train,eval,plot,predict,models,demo,bench,data,bo} --help``.
 
-Builds the parser and runs train, eval, plot, models and demo; the other subcommands
-live beside it: ``predict`` in :mod:`tnpx.cli_predict`, ``data`` and ``bench`` in
+Builds the parser and runs train, runs, eval, plot and models; the other subcommands
+live beside it: ``predict`` in :mod:`tnpx.cli_predict`, ``data``, ``bench`` and ``demo`` in
 :mod:`tnpx.cli_tools`, ``bo`` in :mod:`tnpx.bo.cli`. ``demo``, ``bench`` and ``bo run`` run
 experiment tooling (:mod:`tnpx.experiments`), imported inside the functions that need it.
 """
@@ -17,7 +17,7 @@ from pathlib import Path
 from omegaconf import OmegaConf
 
 from .cli_predict import add_predict
-from .cli_tools import add_bench, add_data
+from .cli_tools import add_bench, add_data, add_demo
 
 DEBUG_HELP = "on an error, show the full traceback instead of one line"
 
@@ -170,13 +170,6 @@ def _models(args) -> int:
     return 0
 
 
-def _demo(args) -> int:
-    from .experiments.demo import run_demo
-
-    run_demo(args.config, args.out, args.runs, args.overrides)
-    return 0
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tnpx", description="Transformer neural processes.")
     parser.add_argument("--version", action="version", version=f"tnpx {_version()}")
@@ -260,17 +253,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=_models)
 
-    p = sub.add_parser(
-        "demo",
-        help="train tnp and cnp, evaluate against the GP oracle, plot",
-        description="What `make demo` runs; writes results/demo/.",
-    )
-    p.add_argument("--config", default="configs/kr1-rbf-tnpx-budget.yaml")
-    p.add_argument("--out", default="results/demo")
-    p.add_argument("--runs", default="runs/demo", help="where the training runs go")
-    p.add_argument("overrides", nargs="*", help="section.key=value overrides for both models")
-    p.set_defaults(func=_demo)
-
+    add_demo(sub)
     add_predict(sub)
     add_bench(sub)
     add_data(sub)

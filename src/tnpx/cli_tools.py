@@ -1,4 +1,5 @@
-"""``tnpx data kolmogorov`` and ``tnpx bench scaling``: simulate a data set, run a benchmark."""
+"""``tnpx data kolmogorov``, ``tnpx bench scaling`` and ``tnpx demo``: simulate a data set, run
+a benchmark, run the README's demo."""
 
 from __future__ import annotations
 
@@ -120,3 +121,40 @@ def add_bench(sub) -> None:
     p.add_argument("--threads", type=int, help="torch threads (default: torch's choice)")
     p.add_argument("--out", default="results/scaling", help="results folder")
     p.set_defaults(func=_bench_scaling)
+
+
+def _demo(args) -> int:
+    from .experiments.demo import DemoSettings, run_demo
+
+    settings = DemoSettings(
+        config=args.config,
+        out=Path(args.out),
+        runs=Path(args.runs) if args.runs else None,
+        overrides=args.overrides,
+        quick=args.quick,
+        pretrained=args.pretrained,
+    )
+    run_demo(settings)
+    return 0
+
+
+def add_demo(sub) -> None:
+    """``tnpx demo``: what ``make demo`` runs (see :mod:`tnpx.experiments.demo`)."""
+    p = sub.add_parser(
+        "demo",
+        help="a shipped model zero-shot beside the exact GP, then train tnp and cnp and plot",
+        description="What `make demo` runs, in three parts: (1) a shipped model's zero-shot "
+        "predictions on new 1D GP tasks beside the exact GP posterior (seconds); (2) train "
+        "tnp and (3) cnp on KR-1 RBF data (budget), score both against the exact GP, plot. "
+        "Writes figures, metrics.json and README.md under --out (default runs/demo, ignored "
+        "by git) and nothing else; `make demo-results` rebuilds results/demo/.",
+    )
+    p.add_argument("--config", default="configs/kr1-rbf-tnpx-budget.yaml", help="data and TNP")
+    p.add_argument("--out", default="runs/demo", help="output folder (default runs/demo)")
+    p.add_argument("--runs", help="where the training runs go (default OUT/train)")
+    p.add_argument("--pretrained", default="gp1d-tnp", help="the shipped 1D model shown zero-shot")
+    p.add_argument(
+        "--quick", action="store_true", help="a smoke run of every part in seconds (20 steps)"
+    )
+    p.add_argument("overrides", nargs="*", help="section.key=value overrides for both models")
+    p.set_defaults(func=_demo)

@@ -25,6 +25,7 @@ def plot_1d_tasks(
     n_samples: int = 0,
     n_sample_grid: int = 80,
     seed: int = 0,
+    titles: list[str] | None = None,
 ) -> Path:
     """Save a PNG with ``n_tasks`` test tasks: context points, the target values (the true
     function where the targets are noiseless), each model's mean ± 2σ on a dense grid, and the
@@ -37,6 +38,7 @@ def plot_1d_tasks(
         n_samples: joint function samples per model and task (:func:`tnpx.sample`, an
             autoregressive rollout over ``n_sample_grid`` grid points), drawn as thin lines.
         seed: seeds the samples.
+        titles: one title per task (default: its number and context size).
     """
     import matplotlib
 
@@ -86,7 +88,8 @@ def plot_1d_tasks(
                 ax.plot(x, mu - 2 * sd, ":", color=colour, lw=0.9)
                 ax.plot(x, mu + 2 * sd, ":", color=colour, lw=0.9)
         ax.plot(batch.xc[i, :, 0], batch.yc[i, :, 0], "o", color="crimson", ms=4, label="context")
-        ax.set_title(f"task {i}: {batch.xc.shape[1]} context points", fontsize=9)
+        title = titles[i] if titles else f"task {i}: {batch.xc.shape[1]} context points"
+        ax.set_title(title, fontsize=9)
         ax.set_xlabel("x")
     axes[0, 0].set_ylabel("y")
     axes[0, 0].legend(fontsize=7, loc="best")

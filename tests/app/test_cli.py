@@ -111,29 +111,6 @@ def test_readme_model_table_is_generated_from_the_registry():
     assert section == models_table(markdown=True), "run `tnpx models --markdown` into README.md"
 
 
-@pytest.mark.slow
-def test_demo_writes_its_results(tmp_path):
-    cfg = write_tiny(tmp_path)
-    out = _tnpx(
-        "demo",
-        "--config",
-        str(cfg),
-        "--out",
-        str(tmp_path / "demo"),
-        "--runs",
-        str(tmp_path / "runs"),
-        "train.steps=10",
-    )
-    assert out.returncode == 0, out.stderr
-    demo = tmp_path / "demo"
-    for name in ("README.md", "metrics.json", "predictions.png", "validation.png"):
-        assert (demo / name).exists(), name
-    readme = (demo / "README.md").read_text()
-    assert "**Command**" in readme and "| tnp |" in readme and "| cnp |" in readme
-    record = json.loads((demo / "metrics.json").read_text())
-    assert [m["model"] for m in record["metrics"]] == ["tnp", "cnp"]
-
-
 def test_package_version_matches_pyproject():
     from pathlib import Path
 
