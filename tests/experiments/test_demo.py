@@ -31,7 +31,7 @@ from tnpx.models import build_model
 from tnpx.train import fit
 
 ROOT = Path(__file__).resolve().parents[2]
-CONFIG = ROOT / "configs" / "kr1-rbf-budget.yaml"
+CONFIG = ROOT / "configs" / "kr1-rbf-tnpx-budget.yaml"
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "MPLBACKEND": "Agg"}
 FIGURES = ("zero_shot.png", "predictions.png", "validation.png")
 # What a copy of the repository needs to run the demo from its own sources.
