@@ -87,6 +87,31 @@ def measure(model: str, allocator: str, args) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def reading(last: dict) -> str:
+    """What the last call's growth says, from the numbers (``last[model, allocator]``)."""
+    live = [last[m, "mmap"] for m in MODELS]
+    spread = (max(live) - min(live)) / max(live)
+    same = "about the same" if spread < 0.1 else f"different amounts ({spread:.0%} apart)"
+    excess = ", ".join(
+        f"{m} {last[m, 'glibc'] - last[m, 'mmap']:+.0f} MB (trim: "
+        f"{last[m, 'trim'] - last[m, 'mmap']:+.0f} MB)"
+        for m in MODELS
+    )
+    return (
+        f"with a fixed mmap threshold, where the resident set follows the live tensors, the two "
+        f"models hold {same}: {' and '.join(f'{v:.0f}' for v in live)} MB after the last call, "
+        "one chunk's activations and the outputs. Under glibc's defaults the resident set "
+        f"exceeds that by: {excess}. That excess is memory the allocator keeps after tensors "
+        "are freed; it changes from run to run (with the sizes, the threads and what ran "
+        "before), and `malloc_trim` after each chunk does not reliably reduce it. So a single "
+        "peak-RSS figure of a long streamed prediction (e.g. 393 MB for `te-tnp-rope` against "
+        "55 MB for `tnp-kr-full` at 10⁶ targets in `results/scaling-rope-ab`) measures the "
+        "allocator's state in that process, not the model. Where resident memory matters, run "
+        "long predictions with `MALLOC_MMAP_THRESHOLD_` set or under jemalloc/tcmalloc "
+        "(`LD_PRELOAD`)."
+    )
+
+
 def report(points: dict, args, commit: str) -> str:
     header = "| model | " + " | ".join(f"`{a}`: growth per call (MB)" for a in ALLOCATORS) + " |"
     lines = [header, "| --- |" + " --- |" * len(ALLOCATORS)]
@@ -111,18 +136,7 @@ no allocation of this one).
 
 {table}
 
-**Reading**: with a fixed mmap threshold both models hold about the same
-({last["tnp-kr-full", "mmap"]:.0f} and {last["te-tnp-rope", "mmap"]:.0f} MB after the last
-call): the live memory of a streamed prediction is one chunk's activations plus the outputs,
-whatever the number of targets, and the rotary attention adds nothing that stays. Under
-glibc's defaults the resident set grows further for both models
-({last["tnp-kr-full", "glibc"]:.0f} and {last["te-tnp-rope", "glibc"]:.0f} MB): freed blocks kept
-by the allocator, not tensors; by how much varies from run to run and with the number of
-threads. `malloc_trim` after each chunk gives back part of it
-({last["tnp-kr-full", "trim"]:.0f} and {last["te-tnp-rope", "trim"]:.0f} MB). So the 393 MB
-against 55 MB of `results/scaling-rope-ab` at 10⁶ targets was the allocator's state in one
-process each, not a property of either model. Where resident memory matters, run long
-predictions with `MALLOC_MMAP_THRESHOLD_` set, or under jemalloc/tcmalloc (`LD_PRELOAD`).
+**Reading**: {reading(last)}
 """
 
 
