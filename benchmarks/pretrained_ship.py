@@ -8,7 +8,12 @@ schema of today's (``src/tnpx/zoo/gp1d-tnp.json``) with the scores of
 :mod:`benchmarks.pretrained_eval` (``eval`` and ``per_kernel``: the single-kernel prior on
 today's tasks; ``eval_composite``: the composite prior) and, when
 ``results/pretrained/real-series*.json`` scored the model by its zoo name, the real-series
-summary. ``benchmarks/pretrained.py --ship`` / ``--interim`` run these.
+summary. ``benchmarks/pretrained.py --ship`` / ``--interim`` run these. When the runs finish:
+
+    python benchmarks/pretrained.py --ship        # both v2 runs into src/tnpx/zoo
+    python benchmarks/pretrained_real.py --models gp1d-tnp gp1d-te-tnp gp1d-v2-tnp \
+        gp1d-v2-te-tnp-rope --name real-series-v2
+    python benchmarks/pretrained.py --ship        # again: the cards take the real-series rows
 """
 
 from __future__ import annotations
@@ -93,11 +98,11 @@ def trained_on(cfg: ExperimentConfig) -> str:
 
 def real_series_summary(name: str, results: Path) -> dict | None:
     """The per series and kind RMSE / NLL (mean, s.e.) of zoo model ``name`` and of the fitted
-    GP from the newest ``results/real-series*.json`` that scored ``name``, or None."""
+    GP from the last by name of ``results/real-series*.json`` that scored ``name`` (so
+    ``real-series-v2`` before ``real-series``), or None."""
     from benchmarks.pretrained_real_report import GP
 
-    found = sorted(results.glob("real-series*.json"), key=lambda p: p.stat().st_mtime)
-    for path in reversed(found):
+    for path in sorted(results.glob("real-series*.json"), reverse=True):
         run = json.loads(path.read_text())
         label = next((lab for lab, spec in run.get("models", {}).items() if spec == name), None)
         if label is None:

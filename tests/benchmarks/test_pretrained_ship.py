@@ -145,3 +145,20 @@ def test_cli_ships_finished_runs_refuses_the_rest_and_reports_interim(runs, tmp_
     assert "`gp1d-v2-te-tnp-rope`: not started" in report
     assert "| `gp1d-v2-tnp` (interim) | 1 / 6 | 4 |" in report  # its eval: batches of 4
     assert "| `gp1d-tnp` | shipped | 16 |" in report
+
+
+def test_the_real_series_summary_is_the_last_file_by_name_that_scored_the_name(tmp_path):
+    def write(name: str, models: dict, nll: float) -> None:
+        summary = {label: {"rmse": [1.0, 0.1], "nll": [nll, 0.2], "seconds": 0.01}
+                   for label in [*models, "fitted GP"]}  # fmt: skip
+        run = {"commit": "c0ffee0", "n_splits": 5, "models": models,
+               "results": {"nile/interpolation": {"splits": [], "summary": summary}}}  # fmt: skip
+        (tmp_path / f"{name}.json").write_text(json.dumps(run))
+
+    write("real-series", {"gp1d-tnp": "gp1d-tnp"}, 6.0)
+    assert ship.real_series_summary("gp1d-v2-tnp", tmp_path) is None
+    write("real-series-v2", {"gp1d-tnp": "gp1d-tnp", "v2": "gp1d-v2-tnp"}, 5.0)
+    got = ship.real_series_summary("gp1d-v2-tnp", tmp_path)
+    assert got["file"] == "real-series-v2.json" and got["n_splits"] == 5
+    assert got["nile/interpolation"]["model"]["nll"] == [5.0, 0.2]
+    assert set(got["nile/interpolation"]) == {"model", "fitted GP"}
