@@ -7,7 +7,13 @@ the GP oracle (and per kernel), copy the checkpoint into ``src/tnpx/zoo/NAME.pt`
 evaluation that the test suite repeats), and write ``results/pretrained/README.md`` with a
 plot of predictions and joint samples.
 
-    python benchmarks/pretrained.py
+The v2 zoo (issue 20) is trained as long runs (``benchmarks/long_runs.py``) and shipped from
+them (:mod:`benchmarks.pretrained_ship`; scores: :mod:`benchmarks.pretrained_eval`):
+
+    python benchmarks/pretrained.py                     # today's zoo: train, score, package
+    python benchmarks/pretrained.py --interim           # v2 long runs so far (a quick check)
+    python benchmarks/pretrained.py --ship              # ship the finished v2 runs
+    python benchmarks/pretrained.py --ship gp1d-v2-tnp --force   # an unfinished run's weights
 """
 
 from __future__ import annotations
@@ -15,11 +21,17 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+import sys
 import time
 from pathlib import Path
 
 import torch
 
+if not __package__:  # run as a file: the repository root, for `benchmarks.*`
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks import pretrained_ship as v2
+from benchmarks.pretrained_eval import KERNELS, score
 from tnpx.config import load_config
 from tnpx.evaluate import build_test_sampler, evaluate
 from tnpx.experiments.provenance import command_line, git_commit, hardware
@@ -30,20 +42,8 @@ MODELS = {
     "gp1d-tnp": "configs/pretrained-gp1d-tnp.yaml",
     "gp1d-te-tnp": "configs/pretrained-gp1d-te-tnp.yaml",
 }
-KERNELS = ["rbf", "matern12", "matern32", "matern52", "periodic"]
 ZOO = Path("src/tnpx/zoo")
-CHECK_BATCHES = 2  # the check evaluation tests/app/test_zoo.py repeats
-
-
-def trained_on(cfg) -> str:
-    d = cfg.data
-    return (
-        f"1D GP samples: kernels {', '.join(d['kernels'])}; lengthscale log-U"
-        f"[{d['lengthscale_a']}, {d['lengthscale_b']}]; period U[{d['period_min']}, "
-        f"{d['period_max']}]; noise std log-U[{d['noise_range'][0]}, {d['noise_range'][1]}]; "
-        f"{d['min_ctx']}–{d['max_ctx']} context points on {list(d['ctx_range'])}, "
-        f"{d['n_tgt']} targets on {list(d['tgt_range'])}"
-    )
+CHECK_BATCHES = v2.CHECK_BATCHES  # the check evaluation tests/app/test_zoo.py repeats
 
 
 def package(name: str, config: str, commit: str, command: str) -> dict:
@@ -52,24 +52,14 @@ def package(name: str, config: str, commit: str, command: str) -> dict:
     model.eval()
     start = time.perf_counter()
     sampler = build_test_sampler(cfg)
-    full = evaluate(model, sampler, cfg.eval.n_batches, progress=True)
-    per_kernel = {}
-    for kernel in KERNELS:
-        m = evaluate(model, build_test_sampler(cfg, kernels=[kernel]), cfg.eval.n_batches // 4)
-        per_kernel[kernel] = {
-            "ll": m.ll,
-            "ll_se": m.ll_se,
-            "oracle_ll": m.oracle_ll,
-            "gap": m.gap,
-            "gap_se": m.gap_se,
-        }
+    scores = score(model, cfg, cfg.eval.n_batches, progress=True)  # (a) as before, and (b)
     check = evaluate(model, sampler, CHECK_BATCHES, oracle=False)
     eval_s = time.perf_counter() - start
     card = {
         "name": name,
         "model": model.name,
         "params": sum(p.numel() for p in model.parameters()),
-        "trained_on": trained_on(cfg),
+        "trained_on": v2.trained_on(cfg),
         "config": config,
         "steps": cfg.train.steps,
         "batch_size": cfg.data["batch_size"],
@@ -79,16 +69,7 @@ def package(name: str, config: str, commit: str, command: str) -> dict:
         "train_s": train_s,
         "eval_s": eval_s,
         "translation_equivariant": model.translation_equivariant,
-        "eval": {
-            "n_tasks": full.n_tasks,
-            "ll": full.ll,
-            "ll_se": full.ll_se,
-            "oracle_ll": full.oracle_ll,
-            "gap": full.gap,
-            "gap_se": full.gap_se,
-            "coverage95": full.coverage95,
-        },
-        "per_kernel": per_kernel,
+        **scores,
         "check": {"batches": CHECK_BATCHES, "n_tasks": check.n_tasks, "ll": check.ll},
     }
     ZOO.mkdir(parents=True, exist_ok=True)
@@ -170,14 +151,67 @@ Gap to the GP oracle per kernel (256 tasks each, same prior otherwise):
 (autoregressive rollout, `tnpx.sample`), and the oracle.
 
 **Reading**: {reading(cards)}
+
+See also `real-series.md` (these models zero-shot on measured series, against a GP fitted per
+series: the baseline for the v2 zoo). The v2 zoo (issue 20) trains as long runs on the broader
+`gp-composite` prior; `python benchmarks/pretrained.py --interim` scores their latest
+checkpoints on this prior's test tasks and the composite one, and `--ship` packages the
+finished runs (cards `src/tnpx/zoo/gp1d-v2-*.json`).
 """
 
 
-def main() -> None:
+def ship_v2(names: list[str], args: argparse.Namespace) -> int:
+    """``--ship``: each finished v2 run into ``--zoo``; 1 if any was refused (the reason on
+    stderr), else 0."""
+    provenance = (git_commit(), command_line())
+    refused = 0
+    for name in names:
+        folder = Path(args.runs) / name
+        config = v2.v2_config(name) if name in v2.RUNS else None
+        try:
+            card = v2.ship(
+                name, folder, Path(args.zoo), config, args.force, args.batches, provenance,
+                Path(args.out),
+            )  # fmt: skip
+        except (v2.UnfinishedRun, ValueError) as err:
+            print(f"not shipped: {err}", file=sys.stderr)
+            refused = 1
+            continue
+        e, c = card["eval"], card["eval_composite"]
+        print(
+            f"shipped {name} ({card['steps']:,} steps{'' if card['finished'] else ', UNFINISHED'})"
+            f" into {args.zoo}: single-kernel gap {e['gap']:.3f} ± {e['gap_se']:.3f}, "
+            f"composite gap {c['gap']:.3f} ± {c['gap_se']:.3f}"
+        )
+    return refused
+
+
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", nargs="*", default=list(MODELS))
     parser.add_argument("--out", default="results/pretrained")
-    args = parser.parse_args()
+    parser.add_argument(
+        "--interim", action="store_true", help="score the v2 long runs' latest checkpoints"
+    )
+    parser.add_argument(
+        "--ship", nargs="*", metavar="NAME", help=f"ship finished long runs (default {v2.V2})"
+    )
+    parser.add_argument("--force", action="store_true", help="--ship an unfinished run")
+    parser.add_argument("--zoo", default=str(ZOO), help="the zoo folder --ship writes into")
+    parser.add_argument("--runs", default=str(v2.LONG_RUNS), help="the long runs' folder")
+    parser.add_argument(
+        "--batches", type=int, help="test batches per prior (default: the config's; --interim 8)"
+    )
+    args = parser.parse_args(argv)
+    if args.interim:
+        from tnpx.zoo import pretrained_path
+
+        references = {name: pretrained_path(name) for name in MODELS}
+        batches = args.batches or v2.INTERIM_BATCHES
+        print(v2.interim(v2.v2_runs(Path(args.runs)), references, batches))
+        return 0
+    if args.ship is not None:
+        return ship_v2(args.ship or v2.V2, args)
     commit, command = git_commit(), command_line()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -191,7 +225,8 @@ def main() -> None:
     (out / "README.md").write_text(report(cards, command, commit, plot.name))
     (out / "results.json").write_text(json.dumps(cards, indent=1))
     print((out / "README.md").read_text())
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -1,9 +1,13 @@
 """The pretrained models shipped in tnpx.zoo: each loads, matches its card, reproduces its
-recorded check evaluation, and serves `tnpx predict NAME` and `tnpx models --pretrained`."""
+recorded check evaluation, and serves `tnpx predict NAME` and `tnpx models --pretrained`;
+extra zoo folders (`TNPX_ZOO`) add names but never change a shipped one."""
 
 from __future__ import annotations
 
+import json
 import math
+import os
+import shutil
 
 import pytest
 import torch
@@ -13,9 +17,10 @@ from tnpx.checkpoint import CheckpointError
 from tnpx.cli import main
 from tnpx.config import load_config
 from tnpx.evaluate import build_test_sampler, evaluate
-from tnpx.zoo import checkpoint_file, model_card, pretrained_path
+from tnpx.zoo import HERE, checkpoint_file, model_card, pretrained_path
 
-SHIPPED = ["gp1d-tnp", "gp1d-te-tnp"]
+SHIPPED = ["gp1d-tnp", "gp1d-te-tnp"]  # the checkpoint contract: these names always load
+MAX_BYTES = 5_000_000  # one shipped model (issue 20)
 
 
 def test_the_promised_models_are_shipped():
@@ -24,7 +29,7 @@ def test_the_promised_models_are_shipped():
     assert total < 8e6  # "a few MB in all"
 
 
-@pytest.mark.parametrize("name", SHIPPED)
+@pytest.mark.parametrize("name", tnpx.list_pretrained())
 def test_model_matches_its_card_and_reproduces_its_check_evaluation(name):
     torch.set_num_threads(1)
     card = model_card(name)
@@ -39,6 +44,31 @@ def test_model_matches_its_card_and_reproduces_its_check_evaluation(name):
     # the recorded held-out evaluation is sensible: below the oracle, not absurdly so
     e = card["eval"]
     assert e["n_tasks"] >= 1000 and 0 <= e["gap"] < 1.0
+    assert pretrained_path(name).stat().st_size <= MAX_BYTES
+    if "finished" in card:  # shipped from a long run (benchmarks/pretrained.py --ship)
+        assert card["finished"] and card["steps"] == card["steps_planned"]
+        assert card["eval_composite"]["n_tasks"] == e["n_tasks"]
+
+
+def test_extra_zoo_folders_add_names_and_never_change_a_shipped_one(tmp_path, monkeypatch):
+    extra = tmp_path / "zoo"
+    extra.mkdir()
+    card = {**model_card("gp1d-tnp"), "name": "gp1d-extra"}
+    (extra / "gp1d-extra.json").write_text(json.dumps(card))
+    shutil.copyfile(pretrained_path("gp1d-tnp"), extra / "gp1d-extra.pt")
+    for suffix in (".pt", ".json"):  # a shipped name in an extra folder: ignored
+        shutil.copyfile((HERE / "gp1d-te-tnp").with_suffix(suffix), extra / f"gp1d-tnp{suffix}")
+    (extra / "gp1d-no-weights.json").write_text("{}")  # a card without weights: not a model
+    monkeypatch.setenv("TNPX_ZOO", os.pathsep.join([str(tmp_path / "missing"), str(extra)]))
+    names = tnpx.list_pretrained()
+    assert set(SHIPPED) | {"gp1d-extra"} <= set(names) and "gp1d-no-weights" not in names
+    assert pretrained_path("gp1d-tnp") == HERE / "gp1d-tnp.pt"
+    assert model_card("gp1d-tnp")["model"] == "tnp"
+    assert checkpoint_file("gp1d-extra") == extra / "gp1d-extra.pt"
+    assert model_card("gp1d-extra") == card and tnpx.pretrained("gp1d-extra").name == "tnp"
+    monkeypatch.delenv("TNPX_ZOO")
+    with pytest.raises(ValueError, match="no pretrained model 'gp1d-extra'"):
+        tnpx.pretrained("gp1d-extra")
 
 
 def test_unknown_name_lists_the_shipped_ones():

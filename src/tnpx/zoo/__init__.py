@@ -4,7 +4,13 @@ Each model is a checkpoint ``NAME.pt`` (weights + the experiment config it was t
 so :func:`tnpx.predict` knows its training domain) and a card ``NAME.json``: what data it was
 trained on, the config and command that trained it, the hardware and time, and its held-out
 evaluation (LL per target, the GP oracle's on the same tasks, the gap). ``benchmarks/
-pretrained.py`` trains, evaluates and packages them; ``tnpx models --pretrained`` lists them.
+pretrained.py`` trains, evaluates and packages them (``--ship`` packages the v2 long runs);
+``tnpx models --pretrained`` lists them.
+
+Models are looked up in this package's folder first, then in the folders named by the
+environment variable ``TNPX_ZOO`` (``os.pathsep``-separated), where a model shipped into
+another folder can be tried before it is committed. A shipped name always resolves to the
+package's own file, so no extra folder can change what ``gp1d-tnp`` loads.
 """
 
 from __future__ import annotations
@@ -14,23 +20,38 @@ import os
 from pathlib import Path
 
 HERE = Path(__file__).parent
+EXTRA_FOLDERS = "TNPX_ZOO"  # environment variable: more folders of NAME.pt + NAME.json
+
+
+def zoo_folders() -> list[Path]:
+    """Where models are looked up, in order: this package's folder, then ``$TNPX_ZOO``'s."""
+    extra = os.environ.get(EXTRA_FOLDERS, "")
+    return [HERE, *(Path(p) for p in extra.split(os.pathsep) if p)]
+
+
+def _models() -> dict[str, Path]:
+    """Each model's name -> the folder holding it (the first folder that has the name)."""
+    found: dict[str, Path] = {}
+    for folder in zoo_folders():
+        for card in sorted(folder.glob("*.json")):
+            if (folder / f"{card.stem}.pt").is_file():
+                found.setdefault(card.stem, folder)
+    return found
 
 
 def list_pretrained() -> list[str]:
     """Names of the shipped models, sorted."""
-    return sorted(p.stem for p in HERE.glob("*.json") if (HERE / f"{p.stem}.pt").is_file())
+    return sorted(_models())
 
 
 def model_card(name: str) -> dict:
     """The card of pretrained model ``name`` (see the module docstring)."""
-    _check(name)
-    return json.loads((HERE / f"{name}.json").read_text())
+    return json.loads((_folder(name) / f"{name}.json").read_text())
 
 
 def pretrained_path(name: str) -> Path:
     """The checkpoint file of pretrained model ``name``."""
-    _check(name)
-    return HERE / f"{name}.pt"
+    return _folder(name) / f"{name}.pt"
 
 
 def checkpoint_file(model: str | os.PathLike) -> Path:
@@ -45,8 +66,8 @@ def checkpoint_file(model: str | os.PathLike) -> Path:
     path = Path(model)
     if path.is_file():
         return path
-    if isinstance(model, str) and model in list_pretrained():
-        return HERE / f"{model}.pt"
+    if isinstance(model, str) and model in _models():
+        return pretrained_path(model)
     from ..checkpoint import CheckpointError
 
     raise CheckpointError(
@@ -67,13 +88,15 @@ def pretrained(name: str):
     return load(pretrained_path(name)).eval()
 
 
-def _check(name: str) -> None:
-    names = list_pretrained()
-    if name not in names:
+def _folder(name: str) -> Path:
+    """The folder holding model ``name``; a ValueError listing the shipped names if none."""
+    models = _models()
+    if name not in models:
         raise ValueError(
-            f"no pretrained model {name!r}; shipped: {', '.join(names) or 'none'} "
+            f"no pretrained model {name!r}; shipped: {', '.join(sorted(models)) or 'none'} "
             "(`tnpx models --pretrained` describes them)"
         )
+    return models[name]
 
 
 def describe() -> str:
