@@ -90,7 +90,7 @@ def measure(model: str, allocator: str, args) -> dict:
 def reading(last: dict) -> str:
     """What the last call's growth says, from the numbers (``last[model, allocator]``)."""
     live = [last[m, "mmap"] for m in MODELS]
-    spread = (max(live) - min(live)) / max(live)
+    spread = (max(live) - min(live)) / max(max(live), 1e-9)
     same = "about the same" if spread < 0.1 else f"different amounts ({spread:.0%} apart)"
     excess = ", ".join(
         f"{m} {last[m, 'glibc'] - last[m, 'mmap']:+.0f} MB (trim: "

@@ -187,6 +187,11 @@ MIN_ZERO = {
     "n_cov_layers": "TNP-ND without target self-attention",
     "n_iterations": "a fitted GP at its initial hyper-parameters",
     "redraw_every": "fixed FAVOR+ features (the paper's)",
+    # declared by the models (a Hyper's ``zero_allowed``): more MLP depths, 0 = a linear map
+    "n_post_hidden": "the MLP after a pooling mean (the BNP code's CNP)",
+    "n_key_hidden": "the x-only key embedding of CANP/ANP/BANP",
+    "n_grid_encoder_hidden": "ConvCNP's map on the grid (the TNP-KR code's Dense)",
+    "n_readout_hidden": "ConvCNP's map after the read-out",
 }
 ZERO_LAYERS = {"canp", "anp", "banp"}  # no self-attention blocks; the cross-attention remains
 NOT_SIZES = {"feature_seed"}

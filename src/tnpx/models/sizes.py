@@ -27,7 +27,7 @@ ZERO_ALLOWED = frozenset(
     }
 )
 # Sizes not named dim_* / n_*.
-OTHER_SIZES = frozenset({"chunk_elements", "kernel_size", "rank"})
+OTHER_SIZES = frozenset({"chunk_elements", "kernel_size", "rank", "grid_points"})
 
 
 def _takes_int(hint) -> bool:
