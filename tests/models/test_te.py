@@ -1,6 +1,7 @@
 """The translation- and rotation-equivariant models (te-tnp, re-te-tnp from models/te_tnp.py;
-te-pt-tnp from models/pseudo_token.py): exact equivariance, chunking, options. The TE attention
-they are built on is tested in ``tests/nn/test_te_attention.py``."""
+te-pt-tnp, te-pt-tnp-rope from models/pseudo_token.py): exact equivariance, chunking, options.
+The TE attention they are built on is tested in ``tests/nn/test_te_attention.py``; the rest of
+te-pt-tnp-rope in ``test_te_pt_rope.py``."""
 
 from __future__ import annotations
 
@@ -26,6 +27,8 @@ TE_VARIANTS = [
     ("te-tnp-rope", {}),
     ("te-tnp-rope", {"learn_frequencies": True}),
     ("te-tnp-rope", {"share_weights": True, "targets_read": "input"}),
+    ("te-pt-tnp-rope", {"n_pseudo": 4}),
+    ("te-pt-tnp-rope", {"n_pseudo": 4, "pseudo_init": "mean", "learn_frequencies": True}),
 ]
 IDS = [f"{n}-{'-'.join(f'{k}={v}' for k, v in kw.items()) or 'default'}" for n, kw in TE_VARIANTS]
 

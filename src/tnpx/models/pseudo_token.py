@@ -5,6 +5,9 @@
 - ``pt-tnp-perceiver``: ``U <- MHCA(U, Zc)``; ``U <- MHSA(U)``; ``Zt <- MHCA(Zt, U)``.
 - ``te-pt-tnp``: the IST style with TE attention; pseudo-tokens carry pseudo-locations
   initialised by TE Eq. 11, ``v_m = v0_m + sum_n psi(u_m, z_n) x_n``.
+- ``te-pt-tnp-rope``: ``te-pt-tnp`` with rotary attention (:class:`~tnpx.nn.RotaryAttention`:
+  queries and keys turned by angles of their own locations, pseudo-locations for pseudo-tokens)
+  in place of TE attention, so no Eq. 10 update: the Eq. 11 pseudo-locations stay fixed.
 
 M learned pseudo-tokens start from a standard normal (TE F.1). Targets read only from the
 pseudo-tokens, so they are conditionally independent given the context. Tokens come from
@@ -22,6 +25,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import ClassVar
 
 import torch
 from torch import nn
@@ -39,6 +43,7 @@ from ..nn import (
     zero_where_no_key,
 )
 from .base import NeuralProcess, likelihood_head, register, register_preset
+from .rotary_options import rotary_attention
 from .te_code import TE_CODE_ATTENTION, TE_CODE_HEAD, TE_CODE_SIZES
 from .transformer import TransformerSizes, te_attention
 
@@ -161,11 +166,24 @@ class TEPTTNPHyper(PTTNPHyper):
 class PseudoLocationInit(HeadProjections):
     """TE Eq. 11: ``v_m = v0_m + sum_h w_h sum_n alpha_hmn x_n`` with ``alpha_h`` a softmax
     over context tokens of ``(W_q u_m . W_k z_n) / sqrt(d_head)`` and ``w = softmax(a)``;
-    rows sum to one, so shifting every ``x_n`` shifts every ``v_m`` by the same amount."""
+    rows sum to one, so shifting every ``x_n`` shifts every ``v_m`` by the same amount.
 
-    def __init__(self, dim_model: int, n_heads: int, dim_head: int, qkv_bias: bool = True):
+    ``float64``: the average in float64 with each row renormalised to sum to one there, so a
+    shift ``s`` moves ``v_m`` by ``s`` up to float64 rounding (a float32 row sums to one only up
+    to ~1e-7, which a shift of 10^3 turns into ~1e-4; rotary angles would amplify it).
+    """
+
+    def __init__(
+        self,
+        dim_model: int,
+        n_heads: int,
+        dim_head: int,
+        qkv_bias: bool = True,
+        float64: bool = False,
+    ):
         super().__init__(dim_model, n_heads, dim_head, values=False, qkv_bias=qkv_bias)
         self.head_logits = nn.Parameter(torch.zeros(n_heads))
+        self.float64 = float64
 
     def forward(self, u, zc, xc, mask_c):
         """u ``[b, M, d]``, zc ``[b, n, d]``, xc ``[b, n, dim_x]`` -> offsets ``[b, M, dim_x]``."""
@@ -177,7 +195,11 @@ class PseudoLocationInit(HeadProjections):
             safe, has_key = safe_key_mask(mask_c)  # a fully masked task is zeroed below
             alpha = masked_softmax(logits, safe)
         weights = torch.softmax(self.head_logits, 0).view(1, -1, 1, 1)
-        return zero_where_no_key((weights * alpha).sum(1) @ xc, has_key)
+        psi = (weights * alpha).sum(1)  # [b, M, n]
+        if self.float64:
+            psi, xc = psi.double(), xc.double()
+            psi = psi / psi.sum(-1, keepdim=True)
+        return zero_where_no_key(psi @ xc, has_key)
 
 
 @register("te-pt-tnp")
@@ -188,6 +210,8 @@ class TEPTTNP(_PseudoTokenNP):
     token_kinds = ("y-only",)
     translation_equivariant = True
     summary = "Translation-equivariant pseudo-token TNP with pseudo-locations (TE Eq. 11)"
+    # Pseudo-locations in float64 (the rotary variant: see PseudoLocationInit's ``float64``).
+    float64_locations: ClassVar[bool] = False
 
     def __init__(self, dim_x: int, dim_y: int, hyper: TEPTTNPHyper):
         check_option("pseudo_init", hyper.pseudo_init, PSEUDO_INITS)
@@ -197,7 +221,9 @@ class TEPTTNP(_PseudoTokenNP):
         h = self.hyper
         self.pseudo_loc = nn.Parameter(torch.randn(h.n_pseudo, self.dim_x))
         self.loc_init = (
-            PseudoLocationInit(h.dim_model, h.n_heads, h.dim_head, h.qkv_bias)
+            PseudoLocationInit(
+                h.dim_model, h.n_heads, h.dim_head, h.qkv_bias, self.float64_locations
+            )
             if h.pseudo_init == "attention"
             else None
         )
@@ -214,8 +240,8 @@ class TEPTTNP(_PseudoTokenNP):
         if self.loc_init is not None:
             offset = self.loc_init(u, zc, xc, mask_c)  # TE Eq. 11
         else:  # ablation: psi = 1/N
-            offset = masked_mean(xc, mask_c)[:, None, :]
-        v = self.pseudo_loc.expand(b, -1, -1) + offset
+            offset = masked_mean(xc.double() if self.float64_locations else xc, mask_c)[:, None]
+        v = self.pseudo_loc.expand(b, -1, -1) + offset  # float64 if offset is
         tokens, locations = [], []
         for layer, (to_pseudo, to_context, _) in enumerate(self.layers):
             u, v = to_pseudo.located(u, zc, v, xc, mask_c)
@@ -230,6 +256,37 @@ class TEPTTNP(_PseudoTokenNP):
         for (*_, to_target), u, v in zip(self.layers, state.tokens, state.locations):
             zt, xt = to_target.located(zt, u, xt, v)
         return self.likelihood(self.decoder(zt))
+
+
+@dataclass
+class RopePTTNPHyper(PTTNPHyper):
+    tokens: str = "y-only"  # as TE-PT-TNP: no x in a token
+    pseudo_init: str = "attention"  # TE Eq. 11 ("attention") or v0 + mean of x_c ("mean")
+    min_wavelength: float = 0.05  # the band of rotation wavelengths per input dimension
+    max_wavelength: float = 20.0
+    learn_frequencies: bool = False
+
+
+@register("te-pt-tnp-rope")
+class TEPTTNPRope(TEPTTNP):
+    """TE-PT-TNP's structure with rotary attention: pseudo-tokens at their Eq. 11
+    pseudo-locations, context and targets at x; logits depend on location differences only,
+    and the locations never move (no Eq. 10)."""
+
+    Hyper = RopePTTNPHyper
+    summary = "TE-PT-TNP structure with rotary (RoPE) attention at Eq. 11 pseudo-locations, SDPA"
+    # Angles reach ~10^2 rad per unit of x: a pseudo-location near 10^3 rounded to float32
+    # (~3e-5) would turn a logit by ~4e-3 rad; in float64 a shift stays exact.
+    float64_locations = True
+
+    def __init__(self, dim_x: int, dim_y: int, hyper: RopePTTNPHyper):
+        if not hyper.qkv_bias:
+            raise ValueError("te-pt-tnp-rope takes qkv_bias=True only (rotary attention's q/k/v)")
+        super().__init__(dim_x, dim_y, hyper)
+
+    def _block(self) -> ResidualBlock:
+        h = self.hyper
+        return ResidualBlock(h.dim_model, h.dim_ff, rotary_attention(h, self.dim_x))
 
 
 # TE Table 7 ablation: no input adjustment (psi = 1/N in Eq. 11, no Eq. 10 updates).

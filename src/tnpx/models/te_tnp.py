@@ -20,8 +20,9 @@ from dataclasses import dataclass
 
 from torch import nn
 
-from ..nn import RotaryAttention, check_option
+from ..nn import check_option
 from .base import register, register_preset
+from .rotary_options import rotary_attention
 from .te_code import TE_CODE_ATTENTION, TE_CODE_HEAD, TE_CODE_SIZES
 from .transformer import TransformerHyper, TransformerNP, te_attention
 
@@ -138,13 +139,4 @@ class TETNPRope(_TETNPBase):
     summary = "TE-TNP structure with rotary (RoPE) attention: exactly translation equivariant, SDPA"
 
     def _attention(self, layer: int) -> nn.Module:
-        h = self.hyper
-        return RotaryAttention(
-            h.dim_model,
-            h.n_heads,
-            h.dim_head,
-            dim_x=self.dim_x,
-            min_wavelength=h.min_wavelength,
-            max_wavelength=h.max_wavelength,
-            learn_frequencies=h.learn_frequencies,
-        )
+        return rotary_attention(self.hyper, self.dim_x)
