@@ -90,13 +90,23 @@ def score(y: np.ndarray, mean: np.ndarray, std: np.ndarray) -> dict[str, float]:
     return {"rmse": float(np.sqrt(np.mean((y - mean) ** 2))), "nll": float(np.mean(nll))}
 
 
+def model_label(spec: str) -> str:
+    """A table label for a zoo name or a checkpoint path: the run's folder for a run's
+    checkpoint (``long-runs/gp1d-v2-tnp/checkpoints/last.pt`` -> ``gp1d-v2-tnp``, since every
+    run's checkpoint is ``last.pt``), the file's stem for any other ``.pt``."""
+    if not spec.endswith(".pt"):
+        return spec
+    path = Path(spec)
+    return path.parent.parent.name if path.parent.name == "checkpoints" else path.stem
+
+
 class ZeroShot:
     """A pretrained model (zoo name or checkpoint path) predicting through ``tnpx.predict``."""
 
     def __init__(self, spec: str):
         self.spec = spec
         self.net, self.domain, _ = resolve_model(spec)
-        self.label = Path(spec).stem if spec.endswith(".pt") else spec
+        self.label = model_label(spec)
         if self.domain is None:  # a checkpoint without its experiment: the zoo's domain
             self.domain = (-2.0, 2.0)
 
@@ -167,6 +177,8 @@ def main(argv: list[str] | None = None) -> dict:
     commit, command = git_commit(), command_line()
     models = [ZeroShot(spec) for spec in args.models]
     labels = [m.label for m in models] + [GP]
+    if len(set(labels)) < len(labels):
+        raise SystemExit(f"two models share a label ({labels}): give checkpoints distinct names")
     started, load_at_start = time.perf_counter(), os.getloadavg()[0]
     results, examples = {}, {}
     for s_index, name in enumerate(args.series):

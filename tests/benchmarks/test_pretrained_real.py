@@ -108,3 +108,13 @@ def test_tiny_run_end_to_end(tmp_path):
         assert scores["tiny"]["nll"] == pytest.approx(want["nll"], rel=1e-5)
         assert scores["tiny"]["rmse"] == pytest.approx(want["rmse"], rel=1e-5)
     assert run["models"] == {"tiny": str(checkpoint)}
+
+
+def test_run_checkpoints_are_labelled_by_their_run_folder():
+    # Every long run's checkpoint is `last.pt`: labelling by file stem would merge two runs.
+    assert pr.model_label("long-runs/gp1d-v2-tnp/checkpoints/last.pt") == "gp1d-v2-tnp"
+    assert pr.model_label("long-runs/gp1d-v2-te-tnp-rope/checkpoints/last.pt") == (
+        "gp1d-v2-te-tnp-rope"
+    )
+    assert pr.model_label("some/dir/my-model.pt") == "my-model"
+    assert pr.model_label("gp1d-tnp") == "gp1d-tnp"
