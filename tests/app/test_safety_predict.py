@@ -27,6 +27,9 @@ from tnpx.validation import max_abs_input
 
 SIZES = {"dim_model": 16, "n_layers": 1, "n_heads": 2, "dim_head": 8, "dim_ff": 16}
 DOMAIN = ["--domain", "-2", "2"]
+# Chunked against one-pass prediction of a float32 model: chunks change the matmul shapes, and
+# some CPUs' kernels then sum in another order (3e-8 relative on the CI machine): a few ulps.
+CHUNKED_RTOL = 1e-6
 
 
 def tiny(name: str = "tnp", **sizes):
@@ -271,7 +274,9 @@ def test_chunked_cli_equals_the_function_and_warns_once_over_all_chunks(files, c
             files / "model.pt", files / "ctx.csv", files / "tgt.csv", domain=(-2, 2),
             drop_missing=True,
         )  # fmt: skip
-    pd.testing.assert_frame_equal(pd.read_csv(out), expected.reset_index(drop=True), rtol=1e-9)
+    pd.testing.assert_frame_equal(
+        pd.read_csv(out), expected.reset_index(drop=True), rtol=CHUNKED_RTOL
+    )
     far = [w for w in warned if "extrapolate poorly" in w]
     dropped = [w for w in warned if "dropped" in w]
     assert len(far) == 1 and "2 of 38 targets" in far[0]
@@ -300,7 +305,7 @@ def test_a_one_point_context_scales_by_the_targets_over_all_chunks(files, capsys
         expected = tnpx.predict(
             files / "model.pt", files / "one.csv", files / "tgt.csv", domain=(-2, 2)
         )
-    pd.testing.assert_frame_equal(pd.read_csv(out), expected, rtol=1e-9)
+    pd.testing.assert_frame_equal(pd.read_csv(out), expected, rtol=CHUNKED_RTOL)
     assert expected.attrs["tnpx"]["input_ranges"]["x"] == [5.0, 35.0]
 
 
