@@ -62,6 +62,7 @@ from benchmarks.paper_tables.report import report, write_outputs  # noqa: F401
 from benchmarks.paper_tables.specs import (  # noqa: F401
     BUDGET_SIZES,
     DEFAULT_TABLES,
+    FROM_CONFIG,
     KERNEL_LABELS,
     KR_CODE_BUDGET,
     ORACLE,

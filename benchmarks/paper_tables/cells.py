@@ -13,6 +13,7 @@ from pathlib import Path
 from omegaconf import OmegaConf
 
 from benchmarks.paper_tables.specs import (
+    FROM_CONFIG,
     ORACLE,
     REFERENCE,
     Row,
@@ -101,16 +102,21 @@ def run_dir(runs: Path, table: str, kernel: str, model: str, shared: bool = Fals
 
 
 def _value(v) -> str:
+    if v is None:
+        return "null"
     return str(v).lower() if isinstance(v, bool) else str(v)
 
 
 def row_overrides(row: Row, column: str, exact: bool) -> list[str]:
-    """``model.name``, the row's options (its budget sizes too at the budget), its overrides."""
+    """``model.name``, the row's preset (None: ``null``), its options (its budget sizes too at
+    the budget), its overrides."""
     options = {**row.options, **row.column_options.get(column, {})}
     if not exact:
         options.update(row.budget)
+    preset = [] if row.preset == FROM_CONFIG else [f"model.preset={_value(row.preset)}"]
     return [
         f"model.name={row.model}",
+        *preset,
         *(f"model.{k}={_value(v)}" for k, v in options.items()),
         *row.overrides,
     ]

@@ -5,7 +5,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from benchmarks.paper_tables.table_spec import ORACLE, REFERENCE, Row, TableSpec, by_column
+from benchmarks.paper_tables.table_spec import (
+    FROM_CONFIG,
+    ORACLE,
+    REFERENCE,
+    Row,
+    TableSpec,
+    by_column,
+)
 
 KERNEL_LABELS = {"matern32": "Matérn-3/2", "periodic": "periodic", "rbf": "RBF"}
 KR1_KERNELS = ("matern32", "periodic", "rbf")  # the paper's column order
@@ -38,6 +45,7 @@ BUDGET_SIZES: dict[str, dict] = {
 # (1D: TNP-D 121,666 parameters instead of 222,082, TNP-KR 126,338 instead of 226,754); every
 # other row is the code's model as it is (1D: NP 248,706, CNP 149,378, BNP 165,890, ANP
 # 414,082, CANP 248,706, BANP 265,218, ConvCNP 276,741).
+KR_CODE = "kr-code"
 KR_CODE_DEPTH = {"n_layers": 3}
 KR_CODE_BUDGET: dict[str, dict] = {
     **{model: {} for model in BUDGET_SIZES},
@@ -55,10 +63,14 @@ KR_CODE_BUDGET_PRESETS = (
 )
 
 
-def kr_rows(models: Iterable[str], budget: Mapping[str, Mapping] = BUDGET_SIZES) -> dict[str, Row]:
+def kr_rows(
+    models: Iterable[str],
+    budget: Mapping[str, Mapping] = BUDGET_SIZES,
+    preset: str | None = FROM_CONFIG,
+) -> dict[str, Row]:
     """TNP-KR rows: the label is the registered model, its budget options from ``budget``
-    (KR_CODE_BUDGET for KR-1 and KR-3, BUDGET_SIZES for KR-4)."""
-    return {m: Row(m, budget=budget[m]) for m in models}
+    (KR_CODE_BUDGET for KR-1 and KR-3, BUDGET_SIZES for KR-4), every row at ``preset``."""
+    return {m: Row(m, budget=budget[m], preset=preset) for m in models}
 
 
 KR_TABLES: dict[str, TableSpec] = {
@@ -72,6 +84,7 @@ KR_TABLES: dict[str, TableSpec] = {
         rows=kr_rows(
             "np cnp bnp anp canp banp convcnp tnp-d tnp-kr-fast tnp-kr-full gp-oracle".split(),
             KR_CODE_BUDGET,
+            KR_CODE,
         ),
         paper=by_column(
             KR1_KERNELS,
@@ -106,6 +119,7 @@ KR_TABLES: dict[str, TableSpec] = {
         rows=kr_rows(
             ("np", "cnp", "anp", "canp", "tnp-d", "tnp-kr-fast", "tnp-kr-full", ORACLE),
             KR_CODE_BUDGET,
+            KR_CODE,
         ),
         paper=by_column(
             ("rbf",),

@@ -12,6 +12,7 @@ from benchmarks.paper_tables.kr_specs import (  # noqa: F401 (re-exported)
     kr_rows,
 )
 from benchmarks.paper_tables.table_spec import (  # noqa: F401 (re-exported)
+    FROM_CONFIG,
     LATENT,
     METRICS,
     ORACLE,

@@ -22,6 +22,11 @@ METRICS = {
 }
 
 
+# A row's preset that is whatever the column's config names (ad-hoc tables; every paper table
+# names each row's preset, or None for a row with no reference code: tnpx's own model).
+FROM_CONFIG = "from-config"
+
+
 def is_trained(model: str) -> bool:
     return model not in UNTRAINED
 
@@ -30,6 +35,9 @@ def is_trained(model: str) -> bool:
 class Row:
     """A row of a table: the registered ``model`` and what makes it this row.
 
+    ``preset``: the preset that makes ``model`` the function of the code behind the paper's
+    number (``docs/fidelity.md``), None where no code is (tnpx's model, the paper's text), or
+    ``FROM_CONFIG``; it is set on every cell (``model.preset``), over the column's config.
     ``options`` (model options, both protocols, e.g. ``n_pseudo``), ``column_options``
     (column -> model options that depend on the data, both protocols), ``budget`` (model
     sizes at the CPU budget only) and ``overrides`` (other ``section.key=value`` config
@@ -40,6 +48,7 @@ class Row:
     budget: Mapping = field(default_factory=dict)
     column_options: Mapping = field(default_factory=dict)
     overrides: tuple[str, ...] = ()
+    preset: str | None = FROM_CONFIG
 
     @property
     def trained(self) -> bool:

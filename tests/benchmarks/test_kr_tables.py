@@ -372,8 +372,8 @@ def test_default_tables_are_kr1_and_kr3_and_every_table_is_a_choice():
         ("te2", "t-mnist", "pt-tnp-m64", "pt-tnp-ist", {"n_pseudo": 64}),
         ("te2", "t-cifar10", "pt-tnp-m128", "pt-tnp-ist", {"n_pseudo": 128}),
         ("te2", "t-mnist", "te-pt-tnp-m128", "te-pt-tnp", {"n_pseudo": 128}),
-        ("te2", "t-mnist", "convcnp", "convcnp", {"cnn": "plain", "points_per_unit": 27.5}),
-        ("te2", "t-cifar10", "convcnp", "convcnp", {"cnn": "plain", "points_per_unit": 31.5}),
+        ("te2", "t-mnist", "convcnp", "convcnp", {"preset": "te-code", "grid_points": 56}),
+        ("te2", "t-cifar10", "convcnp", "convcnp", {"preset": "te-code", "grid_points": 64}),
         ("te3", "kolmogorov", "te-pt-tnp-m64", "te-pt-tnp", {"n_pseudo": 64}),
         ("te3", "kolmogorov", "mt-gp", "mt-gp", {}),
         ("kr4", "mnist", "tnp-kr-full", "tnp-kr-full", {"min_std": 0.05}),
@@ -447,10 +447,11 @@ def test_ll_tables_report_ll_with_its_sign_and_order_by_higher_is_better(tmp_pat
     assert results["metric"] == "ll" and results["paper_ll"]["cnp"]["t-mnist"] == 0.64
     assert results["rows"]["pt-tnp-m64"] == {
         "model": "pt-tnp-ist",
-        "options": {"n_pseudo": 64},
+        "options": {"n_pseudo": 64, "dim_ff": 32},
         "budget": {"n_layers": 2},
         "column_options": {},
         "overrides": [],
+        "preset": "te-code",
     }
     # the lowest LL is the worst: CNP above every TE-PT-TNP is a swap against the paper
     write_cells(tmp_path, spec, {("t-mnist", "cnp"): -5.0})  # LL 5
