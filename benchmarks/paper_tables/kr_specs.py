@@ -3,10 +3,9 @@ authors' code (MLGlobalHealth/dl4bi @ 0205a5ca) and the budget's depth cut."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 
 from benchmarks.paper_tables.table_spec import (
-    FROM_CONFIG,
     ORACLE,
     REFERENCE,
     Row,
@@ -17,40 +16,21 @@ from benchmarks.paper_tables.table_spec import (
 KERNEL_LABELS = {"matern32": "Matérn-3/2", "periodic": "periodic", "rbf": "RBF"}
 KR1_KERNELS = ("matern32", "periodic", "rbf")  # the paper's column order
 
-# Model options at the CPU budget of KR-4 (tnpx defaults, no preset; its budget configs set
-# none): every model near 120-140k parameters (the budget TNP-D has 117k), keeping each
-# architecture's shape (ANP/CANP: 2 attention layers; ConvCNP: a 7-layer UNet whose receptive
-# field, ~2.8 input units, still covers the longest period) and shrinking its width. KR-1 and
-# KR-3 used these too until their budget moved to the `kr-code` presets (KR_CODE_BUDGET); KR-4
-# keeps them until its table is re-run. The exact protocol uses none of these.
-TRANSFORMER = {"dim_model": 64, "n_layers": 3, "n_heads": 4, "dim_head": 16, "dim_ff": 128}
-ATTENTIVE = {"dim_model": 64, "n_layers": 2, "n_heads": 4, "dim_head": 16, "dim_ff": 128}
-BUDGET_SIZES: dict[str, dict] = {
-    "cnp": {"dim_model": 128},  # ~116k: the paper's width; a 64-wide CNP would have 30k
-    "bnp": {"dim_model": 128},  # ~133k
-    "np": {"dim_model": 96, "dim_latent": 64},  # ~140k (two encoders)
-    "canp": ATTENTIVE,  # ~126k
-    "banp": ATTENTIVE,  # ~130k
-    # ANP has a second attentive encoder (the latent path): narrower to stay near the others
-    "anp": {**ATTENTIVE, "dim_model": 48, "dim_head": 12, "dim_ff": 96, "dim_latent": 48},
-    "convcnp": {"dim_model": 40, "n_layers": 7},  # ~134k; 1D only (not in KR-3)
-    "tnp-d": TRANSFORMER,  # ~117k
-    "tnp-kr-full": TRANSFORMER,  # ~126k (KR token and head MLPs at their published widths)
-    "tnp-kr-fast": TRANSFORMER,  # ~126k
-    ORACLE: {},
-    REFERENCE: {},
-}
-# The KR-1 / KR-3 budget on top of the configs' `preset: kr-code` (the TNP-KR code's function
-# and sizes, docs/fidelity.md): only the three transformers shrink, to 3 of their 6 layers
-# (1D: TNP-D 121,666 parameters instead of 222,082, TNP-KR 126,338 instead of 226,754); every
-# other row is the code's model as it is (1D: NP 248,706, CNP 149,378, BNP 165,890, ANP
-# 414,082, CANP 248,706, BANP 265,218, ConvCNP 276,741).
+# The KR budget on top of the configs' `preset: kr-code` (the TNP-KR code's function and
+# sizes, docs/fidelity.md): only the three transformers shrink, to 3 of their 6 layers (1D:
+# TNP-D 121,666 parameters instead of 222,082, TNP-KR 126,338 instead of 226,754); every other
+# row is the code's model as it is (1D: NP 248,706, CNP 149,378, BNP 165,890, ANP 414,082,
+# CANP 248,706, BANP 265,218, ConvCNP 276,741). The exact protocol changes none of them.
 KR_CODE = "kr-code"
 KR_CODE_DEPTH = {"n_layers": 3}
-KR_CODE_BUDGET: dict[str, dict] = {
-    **{model: {} for model in BUDGET_SIZES},
-    **{model: KR_CODE_DEPTH for model in ("tnp-d", "tnp-kr-full", "tnp-kr-fast")},
-}
+KR_TRANSFORMERS = ("tnp-d", "tnp-kr-full", "tnp-kr-fast")
+
+
+def kr_code_budget(model: str) -> dict:
+    """A KR row's budget options: 3 of the 6 layers for a transformer, none otherwise."""
+    return dict(KR_CODE_DEPTH) if model in KR_TRANSFORMERS else {}
+
+
 KR_CODE_BUDGET_SIZES = (
     "every row at its `kr-code` preset (the TNP-KR code's function and sizes) except the three "
     "transformers (TNP-D, TNP-KR-Full, TNP-KR-Fast), which keep 3 of their 6 layers (~122k and "
@@ -59,18 +39,14 @@ KR_CODE_BUDGET_SIZES = (
 KR_CODE_EXACT_PRESETS = "the dl4bi code's function and sizes: docs/fidelity.md"
 KR_CODE_BUDGET_PRESETS = (
     "the dl4bi code's function and sizes, the three transformers at 3 of their 6 layers; "
-    "`kr-code` changes nothing for gp-oracle"
+    "`kr-code` changes nothing for gp-oracle and context-moments"
 )
 
 
-def kr_rows(
-    models: Iterable[str],
-    budget: Mapping[str, Mapping] = BUDGET_SIZES,
-    preset: str | None = FROM_CONFIG,
-) -> dict[str, Row]:
-    """TNP-KR rows: the label is the registered model, its budget options from ``budget``
-    (KR_CODE_BUDGET for KR-1 and KR-3, BUDGET_SIZES for KR-4), every row at ``preset``."""
-    return {m: Row(m, budget=budget[m], preset=preset) for m in models}
+def kr_rows(models: Iterable[str]) -> dict[str, Row]:
+    """TNP-KR rows: the label is the registered model, at ``kr-code`` with the budget's depth
+    cut (``kr_code_budget``)."""
+    return {m: Row(m, budget=kr_code_budget(m), preset=KR_CODE) for m in models}
 
 
 KR_TABLES: dict[str, TableSpec] = {
@@ -82,9 +58,7 @@ KR_TABLES: dict[str, TableSpec] = {
         "targets are the noiseless function at all 150",
         columns={k: KERNEL_LABELS[k] for k in KR1_KERNELS},
         rows=kr_rows(
-            "np cnp bnp anp canp banp convcnp tnp-d tnp-kr-fast tnp-kr-full gp-oracle".split(),
-            KR_CODE_BUDGET,
-            KR_CODE,
+            "np cnp bnp anp canp banp convcnp tnp-d tnp-kr-fast tnp-kr-full gp-oracle".split()
         ),
         paper=by_column(
             KR1_KERNELS,
@@ -116,11 +90,7 @@ KR_TABLES: dict[str, TableSpec] = {
         what="2D RBF GP tasks on [−2, 2]²; 128 random locations + a 16×16 grid, 12–127 of the "
         "random ones are context (noise 0.1), targets are the noiseless function at all 384",
         columns={"rbf": KERNEL_LABELS["rbf"]},
-        rows=kr_rows(
-            ("np", "cnp", "anp", "canp", "tnp-d", "tnp-kr-fast", "tnp-kr-full", ORACLE),
-            KR_CODE_BUDGET,
-            KR_CODE,
-        ),
+        rows=kr_rows(("np", "cnp", "anp", "canp", "tnp-d", "tnp-kr-fast", "tnp-kr-full", ORACLE)),
         paper=by_column(
             ("rbf",),
             {
@@ -168,10 +138,9 @@ KR_TABLES: dict[str, TableSpec] = {
         ),
         config="kr4-{column}",
         column_kind="dataset",
+        budget_sizes=KR_CODE_BUDGET_SIZES,
         exact_presets=KR_CODE_EXACT_PRESETS,
-        budget_presets="tnpx defaults at the budget sizes of `BUDGET_SIZES`, NOT the TNP-KR "
-        "code's function that the exact configs' `kr-code` computes; a budget re-run at "
-        "`kr-code` is pending",
+        budget_presets=KR_CODE_BUDGET_PRESETS,
         paper_batch=32,
         paper_train="100,000 of 32",
         paper_test="5,000 batches of 32",

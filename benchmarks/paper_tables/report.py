@@ -237,10 +237,9 @@ start).{provenance}
 ## Model sizes
 
 Budget sizes are set in `benchmarks/paper_tables/specs.py`: each row's `budget` options in `TABLES`.
-KR-1 and KR-3 take theirs from `KR_CODE_BUDGET`: every row at its `kr-code` preset (the TNP-KR
-code's sizes) but the three transformers, which keep 3 of their 6 layers. KR-4 takes its from
-`BUDGET_SIZES` (tnpx defaults, no preset, each model near 120–140k parameters, keeping its
-architecture's depth where the paper fixes it and shrinking its width).
+The KR tables take theirs from `kr_code_budget` (`kr_specs.py`): every row at its `kr-code`
+preset (the TNP-KR code's sizes) but the three transformers, which keep 3 of their 6 layers.
+The TE tables keep D_z = 32 and cut the transformers to 2 layers (`te_specs.py`).
 
 {sizes_table(spec, cells)}
 

@@ -5,10 +5,9 @@ place (``table_spec``: rows, specs and the row kinds every table shares)."""
 from __future__ import annotations
 
 from benchmarks.paper_tables.kr_specs import (  # noqa: F401 (re-exported)
-    BUDGET_SIZES,
     KERNEL_LABELS,
-    KR_CODE_BUDGET,
     KR_TABLES,
+    kr_code_budget,
     kr_rows,
 )
 from benchmarks.paper_tables.table_spec import (  # noqa: F401 (re-exported)
