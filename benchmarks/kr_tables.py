@@ -50,6 +50,7 @@ from benchmarks.paper_tables.cells import (  # noqa: F401 (re-exported for tests
     cell_path,
     load_cells,
     missing_data,
+    model_stale_reason,
     preset_options,
     run_cell,
     settings,
@@ -60,10 +61,9 @@ from benchmarks.paper_tables.markdown import model_label  # noqa: F401
 from benchmarks.paper_tables.ordering import ordering, ranks, spearman  # noqa: F401
 from benchmarks.paper_tables.report import report, write_outputs  # noqa: F401
 from benchmarks.paper_tables.specs import (  # noqa: F401
-    BUDGET_SIZES,
     DEFAULT_TABLES,
+    FROM_CONFIG,
     KERNEL_LABELS,
-    KR_CODE_BUDGET,
     ORACLE,
     REFERENCE,
     TABLES,
@@ -137,6 +137,27 @@ def planned_cells(spec: TableSpec, args: argparse.Namespace, runs: Path):
     ]
 
 
+def stale_cells(plans: dict, args: argparse.Namespace, out: Path, runs: Path) -> list[str]:
+    """Why cached cells or runs would mix other settings into the tables: a planned cell or
+    its run made with other settings, or any other cached cell of a requested table (its
+    README shows them all) whose model is not its row's (e.g. trained before the presets)."""
+    reasons = []
+    for name, plan in plans.items():
+        planned = {(kernel, label) for kernel, label, _ in plan}
+        for kernel, label, cfg in plan:
+            if reason := stale_reason(cfg, cell_path(out, name, kernel, label)):
+                reasons.append(reason)
+        spec = TABLES[name]
+        for kernel, label in itertools.product(spec.kernels, spec.models):
+            path = cell_path(out, name, kernel, label)
+            if (kernel, label) in planned or not path.exists():
+                continue
+            cfg = cell_config(spec, kernel, label, args.exact, runs, extra_overrides(args))
+            if reason := model_stale_reason(cfg, path):
+                reasons.append(reason)
+    return reasons
+
+
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     run = {
@@ -151,14 +172,12 @@ def main(argv: list[str] | None = None) -> None:
     runs = Path(args.runs or f"runs/kr-{run['protocol']}")
     plans = {name: planned_cells(TABLES[name], args, runs) for name in args.tables}
     # Refuse before any work, rather than mix cells or runs made with other settings.
-    stale = [
-        reason
-        for name, plan in plans.items()
-        for kernel, label, cfg in plan
-        if (reason := stale_reason(cfg, cell_path(out, name, kernel, label)))
-    ]
+    stale = stale_cells(plans, args, out, runs)
     if stale:
-        raise SystemExit("\n".join(stale))
+        raise SystemExit(
+            f"{len(stale)} cached cells or runs do not belong to the current tables (each "
+            "line names one); delete them or pass another --out / --runs:\n" + "\n".join(stale)
+        )
     for name, plan in plans.items():
         spec = TABLES[name]
         skipped = []

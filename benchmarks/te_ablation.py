@@ -1,6 +1,14 @@
 """TE ablation (TE Table 7): TE-PT-TNP with and without input adjustment (Eq. 10 and 11),
 scored on TE-1 test inputs and on bimodal inputs. Trains what is missing (resuming), caches
-each cell, and writes ``results/te_ablation/README.md`` and ``results.json``.
+each cell with the settings that produced it, and writes ``results/te_ablation/README.md`` and
+``results.json``.
+
+Both rows are the TE paper's released code (cambridge-mlg/tetnp ``teist.yml``, preset
+``released-code``): without input adjustment it is TE-1's TE-PT-TNP itself
+(``configs/te1-te-pt-tnp*.yaml``, the same run); with it, the same function with the code's own
+Eq. 11 ``PseudoTokenInitialiser`` and an Eq. 10 ``phi`` switched on
+(``configs/te-ablation-input-adjustment*.yaml``). A cached cell or a run made with other
+settings (a cell from before the presets records none) is refused, naming the files to delete.
 
     python benchmarks/te_ablation.py            # budget configs
     python benchmarks/te_ablation.py --exact    # the paper's protocol
@@ -10,39 +18,105 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
-from tnpx.config import load_config
-from tnpx.evaluate import cached_evaluate
+# Run as a file, sys.path[0] is benchmarks/, not the repository root the imports below need.
+if not __package__:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.paper_tables.cells import run_stale_reason, settings
+from benchmarks.paper_tables.table_spec import ROOT
+from tnpx.config import ExperimentConfig, load_config
+from tnpx.evaluate import Metrics, build_test_sampler, evaluate
 from tnpx.experiments.provenance import command_line, git_commit, hardware
 from tnpx.train import train_or_load
 
 VARIANTS = {  # label -> config stem
-    "TE-PT-TNP (input adjustment)": "te1-te-pt-tnp",
-    "TE-PT-TNP, no input adjustment": "te-ablation",
+    "TE-PT-TNP (input adjustment)": "te-ablation-input-adjustment",
+    "TE-PT-TNP, no input adjustment (the released code)": "te1-te-pt-tnp",
 }
 TESTS = {"uniform": {}, "bimodal": {"input_distribution": "bimodal"}}
 PAPER = {
     "TE-PT-TNP (input adjustment)": (-0.44, -0.67),
-    "TE-PT-TNP, no input adjustment": (-0.46, -0.76),
+    "TE-PT-TNP, no input adjustment (the released code)": (-0.46, -0.76),
 }
 
 
-def main() -> None:
+def variant_configs(exact: bool) -> dict[str, tuple[str, ExperimentConfig]]:
+    """label -> (config stem, config) of each row."""
+    suffix = "" if exact else "-budget"
+    return {
+        label: (stem, load_config(ROOT / "configs" / f"{stem}{suffix}.yaml"))
+        for label, stem in VARIANTS.items()
+    }
+
+
+def cell_path(out: Path, stem: str, test: str) -> Path:
+    return out / "cells" / f"{stem}-{test}.json"
+
+
+def cell_settings(cfg: ExperimentConfig, test: str) -> dict:
+    """What a cell's numbers depend on: the config's settings (its preset resolved) and the
+    test inputs."""
+    return {**settings(cfg), "test_data": TESTS[test]}
+
+
+def stale_reasons(configs: dict, out: Path) -> list[str]:
+    """Why cached cells or runs do not belong to the current configs: a cell computed with
+    other settings, or recording none (cells before the presets), or a run built or trained
+    otherwise."""
+    reasons = []
+    for stem, cfg in configs.values():
+        for test in TESTS:
+            path = cell_path(out, stem, test)
+            if not path.exists():
+                continue
+            recorded = json.loads(path.read_text()).get("settings")
+            if recorded is None:
+                reasons.append(f"{path}: records no settings (a cell from before the presets)")
+            elif recorded != json.loads(json.dumps(cell_settings(cfg, test))):
+                reasons.append(f"{path}: computed with other settings than {stem}")
+        if reason := run_stale_reason(cfg):
+            reasons.append(reason)
+    return reasons
+
+
+def refuse_stale(reasons: list[str]) -> None:
+    if reasons:
+        raise SystemExit(
+            "te_ablation: cached cells or runs do not belong to the current configs; delete "
+            "them (or pass another --out) and run again:\n  " + "\n  ".join(reasons)
+        )
+
+
+def scored_cell(model, cfg: ExperimentConfig, path: Path, test: str) -> Metrics:
+    """The cell's metrics, from its cache (checked by ``stale_reasons``) or computed and
+    cached with its settings."""
+    if path.exists():
+        return Metrics(**json.loads(path.read_text())["metrics"])
+    sampler = build_test_sampler(cfg, **TESTS[test])
+    metrics = evaluate(model, sampler, cfg.eval.n_batches)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    cached = {"settings": cell_settings(cfg, test), "metrics": metrics.as_dict()}
+    path.write_text(json.dumps(cached, indent=2))
+    return metrics
+
+
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--exact", action="store_true")
     parser.add_argument("--out", default="results/te_ablation")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     commit = git_commit()
     out = Path(args.out)
-    (out / "cells").mkdir(parents=True, exist_ok=True)
+    configs = variant_configs(args.exact)
+    refuse_stale(stale_reasons(configs, out))  # before any work
     rows, seconds, cfg = {}, {}, None
-    for label, stem in VARIANTS.items():
-        cfg = load_config(f"configs/{stem}{'' if args.exact else '-budget'}.yaml")
+    for label, (stem, cfg) in configs.items():
         model, seconds[label] = train_or_load(cfg)
         rows[label] = {
-            test: cached_evaluate(model, cfg, out / "cells" / f"{stem}-{test}.json", **data)
-            for test, data in TESTS.items()
+            test: scored_cell(model, cfg, cell_path(out, stem, test), test) for test in TESTS
         }
         print(label, {t: round(m.ll, 3) for t, m in rows[label].items()}, flush=True)
     (out / "results.json").write_text(
@@ -77,7 +151,8 @@ def report(rows, seconds, cfg, exact, commit) -> str:
         if exact
         else (
             f"budget: the TE-1 budget configs ({cfg.train.steps} steps of batch "
-            f"{cfg.data['batch_size']}, D_z {cfg.model.get('dim_model')}, 3 layers, M = "
+            f"{cfg.data['batch_size']}, D_z {cfg.model.get('dim_model')}, "
+            f"{cfg.model.get('n_layers')} layers, M = "
             f"{cfg.model.get('n_pseudo')}), {cfg.eval.n_batches * cfg.eval.batch_size} test tasks "
             "per input distribution; the paper trains 500 epochs and tests on 80,000 tasks"
         )
@@ -90,7 +165,12 @@ def report(rows, seconds, cfg, exact, commit) -> str:
 **What**: PROTOCOLS "TE ablation" (TE Table 7). TE-PT-TNP trained on TE-1 data, with input
 adjustment (pseudo-locations by Eq. 11 and location updates by Eq. 10) and without (ψ = 1/N,
 no Eq. 10), scored on TE-1 test inputs ("uniform") and on inputs drawn from U(−4, −1) or
-U(1, 4) with probability ½ each ("bimodal", TE Eq. 44). LL per target point (higher is
+U(1, 4) with probability ½ each ("bimodal", TE Eq. 44).
+
+**Presets**: both rows are the TE paper's released code (`released-code`, cambridge-mlg/tetnp
+`teist.yml`), which has no input adjustment: that is the second row, TE-1's TE-PT-TNP. The
+first switches on the code's own Eq. 11 `PseudoTokenInitialiser` and an Eq. 10 `phi`
+(`pseudo_init=attention, location_update=true`; docs/fidelity.md). LL per target point (higher is
 better), mean ± s.e. over test tasks, the paper's number in brackets.
 
 **Command**: `{command_line()}`, commit `{commit}`.

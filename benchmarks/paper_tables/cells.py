@@ -13,6 +13,7 @@ from pathlib import Path
 from omegaconf import OmegaConf
 
 from benchmarks.paper_tables.specs import (
+    FROM_CONFIG,
     ORACLE,
     REFERENCE,
     Row,
@@ -101,16 +102,21 @@ def run_dir(runs: Path, table: str, kernel: str, model: str, shared: bool = Fals
 
 
 def _value(v) -> str:
+    if v is None:
+        return "null"
     return str(v).lower() if isinstance(v, bool) else str(v)
 
 
 def row_overrides(row: Row, column: str, exact: bool) -> list[str]:
-    """``model.name``, the row's options (its budget sizes too at the budget), its overrides."""
+    """``model.name``, the row's preset (None: ``null``), its options (its budget sizes too at
+    the budget), its overrides."""
     options = {**row.options, **row.column_options.get(column, {})}
     if not exact:
         options.update(row.budget)
+    preset = [] if row.preset == FROM_CONFIG else [f"model.preset={_value(row.preset)}"]
     return [
         f"model.name={row.model}",
+        *preset,
         *(f"model.{k}={_value(v)}" for k, v in options.items()),
         *row.overrides,
     ]
@@ -150,9 +156,34 @@ def preset_options(model: dict) -> dict:
 
 def model_settings(model: dict) -> dict:
     """The model section with, where it names a preset, the options that preset resolves to
-    (``preset_options``)."""
+    (``preset_options``). ``preset: null`` and a preset of no options (``context-moments``'
+    ``kr-code``) build the model that naming none builds, and read as none."""
+    if "preset" not in model:
+        return dict(model)
     resolved = preset_options(model)
-    return {**model, "preset_options": resolved} if "preset" in model else dict(model)
+    if not resolved:
+        return {k: v for k, v in model.items() if k != "preset"}
+    return {**model, "preset_options": resolved}
+
+
+def settings_difference(old: dict, new: dict) -> str:
+    """What differs between two cells' settings, briefly: the model options by name, other
+    sections by name (``a -> b`` for a model option; absent: ``-``)."""
+    parts = []
+    for section in sorted(set(old) | set(new)):
+        a, b = old.get(section), new.get(section)
+        if a == b:
+            continue
+        if section == "model" and isinstance(a, dict) and isinstance(b, dict):
+            keys = sorted(k for k in set(a) | set(b) if a.get(k, "-") != b.get(k, "-"))
+            parts += [
+                f"model.{k} changed" if isinstance(a.get(k, b.get(k)), dict) else
+                f"model.{k} {a.get(k, '-')!r} -> {b.get(k, '-')!r}"
+                for k in keys
+            ]  # fmt: skip
+        else:
+            parts.append(f"{section} differs")
+    return "; ".join(parts)
 
 
 def settings(cfg: ExperimentConfig) -> dict:
@@ -200,26 +231,53 @@ def recorded_model_mismatch(cfg: ExperimentConfig) -> list[str]:
     return mismatched
 
 
-def stale_reason(cfg: ExperimentConfig, cell: Path) -> str | None:
-    """Why the cached cell or the run directory of ``cfg`` does not belong to ``cfg`` (a
-    different ``--steps``, protocol, size or preset, or a preset whose options changed since),
-    or None when both match or do not exist yet."""
-    want = settings(cfg)
-    if cell.exists() and Cell.from_json(cell.read_text()).settings != want:
-        return f"{cell} was computed with other settings; delete it or pass another --out"
-    if is_trained(cfg.model["name"]) and (mismatch := recorded_model_mismatch(cfg)):
+def run_stale_reason(cfg: ExperimentConfig) -> str | None:
+    """Why the run directory of ``cfg`` does not belong to it (a model saved there with other
+    options, or trained with other settings), or None when it matches or does not exist."""
+    if not is_trained(cfg.model["name"]):
+        return None
+    if mismatch := recorded_model_mismatch(cfg):
         return (
             f"{cfg.train.out_dir} holds a model built with other options ({'; '.join(mismatch)});"
             " delete it or pass --runs"
         )
     run_config = Path(cfg.train.out_dir) / "config.yaml"
-    if is_trained(cfg.model["name"]) and run_config.exists():
+    if run_config.exists():
         # Training never reads the eval section, so columns that differ only there (TE-4's
         # test regions) share one run.
         trained_with = {k: v for k, v in settings(load_config(run_config)).items() if k != "eval"}
-        if trained_with != {k: v for k, v in want.items() if k != "eval"}:
+        if trained_with != {k: v for k, v in settings(cfg).items() if k != "eval"}:
             return f"{run_config.parent} was trained with other settings; delete it or pass --runs"
     return None
+
+
+def stale_reason(cfg: ExperimentConfig, cell: Path) -> str | None:
+    """Why the cached cell or the run directory of ``cfg`` does not belong to ``cfg`` (a
+    different ``--steps``, protocol, size or preset, or a preset whose options changed since),
+    or None when both match or do not exist yet."""
+    want = settings(cfg)
+    if cell.exists() and (had := Cell.from_json(cell.read_text()).settings) != want:
+        return (
+            f"{cell} was computed with other settings ({settings_difference(had, want)}); "
+            "delete it or pass another --out"
+        )
+    return run_stale_reason(cfg)
+
+
+def model_stale_reason(cfg: ExperimentConfig, cell: Path) -> str | None:
+    """Why a cached cell that this command does not compute is still not the current spec's:
+    its model (options, preset and what the preset resolves to) differs; None otherwise."""
+    if not cell.exists():
+        return None
+    had = Cell.from_json(cell.read_text()).settings.get("model")
+    want = settings(cfg).get("model")
+    if had == want:
+        return None
+    difference = settings_difference({"model": had}, {"model": want})
+    return (
+        f"{cell} holds a model other than the table's row ({difference}): a cell from before "
+        "the presets; delete it or pass another --out"
+    )
 
 
 # Data files a sampler reads, and how to make them where a command can.

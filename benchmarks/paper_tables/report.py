@@ -58,7 +58,8 @@ def protocol_text(spec: TableSpec, cells: dict, exact: bool) -> str:
 
 def row_presets(spec: TableSpec, exact: bool) -> dict[str, str]:
     """Each row's preset as the table's command builds it (from the first column's config and
-    the row's options), with the row's own options on top at the budget; "none" without one."""
+    the row's preset and options), with the row's own options on top at the budget; "none"
+    without one: no reference code where the row says so, else tnpx's defaults."""
     presets = {}
     for label, row in spec.rows.items():
         cfg = cell_config(spec, spec.kernels[0], label, exact, Path("runs"), [])
@@ -66,11 +67,12 @@ def row_presets(spec: TableSpec, exact: bool) -> dict[str, str]:
         extra = (
             "" if exact or preset is None else ", ".join(f"{k}={v}" for k, v in row.budget.items())
         )
-        presets[label] = (
-            "none (tnpx defaults)"
-            if preset is None
-            else f"`{preset}`" + (f" with {extra}" if extra else "")
-        )
+        if preset is not None:
+            presets[label] = f"`{preset}`" + (f" with {extra}" if extra else "")
+        elif row.preset is None:
+            presets[label] = "none (no reference code: tnpx's model)"
+        else:
+            presets[label] = "none (tnpx defaults)"
     return presets
 
 
@@ -235,10 +237,9 @@ start).{provenance}
 ## Model sizes
 
 Budget sizes are set in `benchmarks/paper_tables/specs.py`: each row's `budget` options in `TABLES`.
-KR-1 and KR-3 take theirs from `KR_CODE_BUDGET`: every row at its `kr-code` preset (the TNP-KR
-code's sizes) but the three transformers, which keep 3 of their 6 layers. KR-4 takes its from
-`BUDGET_SIZES` (tnpx defaults, no preset, each model near 120–140k parameters, keeping its
-architecture's depth where the paper fixes it and shrinking its width).
+The KR tables take theirs from `kr_code_budget` (`kr_specs.py`): every row at its `kr-code`
+preset (the TNP-KR code's sizes) but the three transformers, which keep 3 of their 6 layers.
+The TE tables keep D_z = 32 and cut the transformers to 2 layers (`te_specs.py`).
 
 {sizes_table(spec, cells)}
 

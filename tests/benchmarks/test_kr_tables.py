@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -169,89 +168,6 @@ def test_spearman_and_tied_ranks():
     assert kt.spearman([1, 2, 3, 4], [5, 5, 6, 7]) == pytest.approx(0.9486833, abs=1e-6)
 
 
-TRANSFORMERS = ("tnp-d", "tnp-kr-full", "tnp-kr-fast")
-
-
-@pytest.mark.parametrize(
-    "table, model",
-    [(t, m) for t in ("kr1", "kr3") for m in kt.TABLES[t].models if m != kt.ORACLE],
-)
-def test_kr1_kr3_budget_rows_build_the_kr_code_preset_with_only_the_transformer_depth_cut(
-    tmp_path, table, model
-):
-    """A KR-1 / KR-3 budget cell builds the row's ``kr-code`` model (the TNP-KR code's function
-    and sizes, ``min_std`` 0 included); the three transformers differ only in having 3 of
-    their 6 layers."""
-    spec = kt.TABLES[table]
-    column = spec.kernels[0]
-    cfg = kt.cell_config(spec, column, model, False, tmp_path, [])
-    assert cfg.protocol == "budget" and cfg.train.out_dir == str(
-        tmp_path / f"{table}-{column}" / model
-    )
-    depth = {"n_layers": 3} if model in TRANSFORMERS else {}
-    assert cfg.model_options() == {"preset": "kr-code", **depth}
-    dim_x = cfg.model["dim_x"]
-    assert dim_x == (2 if table == "kr3" else 1)
-    built = build_model(model, dim_x, 1, **cfg.model_options())
-    code = build_model(model, dim_x, 1, preset="kr-code")
-    assert built.hyper.min_std == code.hyper.min_std == 0.0
-    differs = {k for k, v in asdict(built.hyper).items() if asdict(code.hyper)[k] != v}
-    assert differs == set(depth)
-    n = sum(p.numel() for p in built.parameters())
-    if model in TRANSFORMERS:
-        assert code.hyper.n_layers == 6 and n < sum(p.numel() for p in code.parameters())
-    else:
-        assert n == sum(p.numel() for p in code.parameters())
-    # the budget keeps the exact config's data generator only where the file says so: the
-    # training length and optimiser are the budget's
-    assert cfg.train.steps == 1500 and cfg.data["batch_size"] == 16 and cfg.optim.name == "adamw"
-
-
-@pytest.mark.parametrize("model", [m for m in kt.TABLES["kr4"].models])
-def test_kr4_budget_rows_keep_the_tnpx_defaults_at_the_budget_sizes(tmp_path, model):
-    """KR-4's budget is not re-run yet: no preset, the sizes of ``BUDGET_SIZES`` (each near
-    120-140k parameters), the head options of its configs."""
-    spec = kt.TABLES["kr4"]
-    cfg = kt.cell_config(spec, "mnist", model, False, tmp_path, [])
-    assert "preset" not in cfg.model
-    for key, value in kt.BUDGET_SIZES[model].items():
-        assert cfg.model[key] == value
-    assert cfg.model["min_std"] == 0.05
-    built = build_model(model, cfg.model["dim_x"], cfg.model["dim_y"], **cfg.model_options())
-    if spec.rows[model].trained:
-        assert 100_000 <= sum(p.numel() for p in built.parameters()) <= 150_000
-
-
-def test_each_readme_says_which_preset_each_row_used(tmp_path):
-    kr1 = readme(tmp_path, kt.TABLES["kr1"])
-    assert "**Presets**: `kr-code`: np, cnp, bnp, anp, canp, banp, convcnp, gp-oracle; " in kr1
-    assert "`kr-code` with n_layers=3: tnp-d, tnp-kr-fast, tnp-kr-full (" in kr1
-    assert "120–140k" not in kr1.split("## Model sizes")[0]
-    kr4 = readme(tmp_path, kt.TABLES["kr4"])
-    assert "**Presets**: none (tnpx defaults): np, cnp, anp, canp, tnp-d" in kr4
-    assert "NOT the TNP-KR code's function" in kr4 and "re-run at `kr-code` is pending" in kr4
-    exact = kt.report(kt.TABLES["kr3"], {}, {**RUN, "exact": True, "protocol": "exact"})
-    assert (
-        "**Presets**: `kr-code`: np, cnp, anp, canp, tnp-d, tnp-kr-fast, tnp-kr-full, gp-oracle"
-        in exact
-    )
-
-
-def test_exact_cells_use_the_kr_code_presets(tmp_path):
-    """Exact KR cells build each row's model at its ``kr-code`` preset (the TNP-KR code's
-    sizes and head: docs/fidelity.md), named once in the column's config."""
-    cfg = kt.cell_config(kt.TABLES["kr1"], "rbf", "cnp", True, tmp_path, ["train.steps=5"])
-    assert cfg.protocol == "exact" and cfg.train.steps == 5
-    assert cfg.model == {"name": "cnp", "dim_x": 1, "dim_y": 1, "preset": "kr-code"}
-    for table, column in (("kr1", "rbf"), ("kr3", "rbf"), ("kr4", "mnist")):
-        spec = kt.TABLES[table]
-        for label in spec.rows:
-            cfg = kt.cell_config(spec, column, label, True, tmp_path, [])
-            assert cfg.model["preset"] == "kr-code"
-            build_model(cfg.model["name"], cfg.model["dim_x"], cfg.model["dim_y"],
-                        **cfg.model_options())  # fmt: skip
-
-
 def test_a_cell_from_other_settings_is_refused(tmp_path):
     spec = kt.TABLES["kr1"]
     cfg = kt.cell_config(spec, "rbf", "cnp", False, tmp_path / "runs", [])
@@ -372,8 +288,8 @@ def test_default_tables_are_kr1_and_kr3_and_every_table_is_a_choice():
         ("te2", "t-mnist", "pt-tnp-m64", "pt-tnp-ist", {"n_pseudo": 64}),
         ("te2", "t-cifar10", "pt-tnp-m128", "pt-tnp-ist", {"n_pseudo": 128}),
         ("te2", "t-mnist", "te-pt-tnp-m128", "te-pt-tnp", {"n_pseudo": 128}),
-        ("te2", "t-mnist", "convcnp", "convcnp", {"cnn": "plain", "points_per_unit": 27.5}),
-        ("te2", "t-cifar10", "convcnp", "convcnp", {"cnn": "plain", "points_per_unit": 31.5}),
+        ("te2", "t-mnist", "convcnp", "convcnp", {"preset": "te-code", "grid_points": 56}),
+        ("te2", "t-cifar10", "convcnp", "convcnp", {"preset": "te-code", "grid_points": 64}),
         ("te3", "kolmogorov", "te-pt-tnp-m64", "te-pt-tnp", {"n_pseudo": 64}),
         ("te3", "kolmogorov", "mt-gp", "mt-gp", {}),
         ("kr4", "mnist", "tnp-kr-full", "tnp-kr-full", {"min_std": 0.05}),
@@ -447,10 +363,11 @@ def test_ll_tables_report_ll_with_its_sign_and_order_by_higher_is_better(tmp_pat
     assert results["metric"] == "ll" and results["paper_ll"]["cnp"]["t-mnist"] == 0.64
     assert results["rows"]["pt-tnp-m64"] == {
         "model": "pt-tnp-ist",
-        "options": {"n_pseudo": 64},
+        "options": {"n_pseudo": 64, "dim_ff": 32},
         "budget": {"n_layers": 2},
         "column_options": {},
         "overrides": [],
+        "preset": "te-code",
     }
     # the lowest LL is the worst: CNP above every TE-PT-TNP is a swap against the paper
     write_cells(tmp_path, spec, {("t-mnist", "cnp"): -5.0})  # LL 5

@@ -36,8 +36,10 @@ effects, shifts that move the data out of it by O(1). Such a model reports
 ``translation_equivariant = False``.
 
 Set-convolution and CNN options (defaults as above; presets below): per-channel length scales
-(``setconv_scales``), a softplus length scale (``setconv_transform``), the density channel
-appended and unnormalised (``density``), a density channel in the read-out
+(``setconv_scales``), a softplus length scale (``setconv_transform``), fixed length scales
+(``setconv_trainable=False``: on a fixed grid on the pixels with a tenth of a pixel, the TE
+code's gridded ConvCNP for images), the density channel appended and unnormalised
+(``density``), a density channel in the read-out
 (``readout_density``), pointwise maps after the encoder and the read-out
 (``n_grid_encoder_hidden``, ``n_readout_hidden``: None = none, 0 = linear, k = an MLP with k
 hidden layers of ``dim_model``), and the CNN (``cnn``: ``unet``, ``plain``, ``preact``, or
@@ -45,7 +47,8 @@ hidden layers of ``dim_model``), and the CNN (``cnn``: ``unet``, ``plain``, ``pr
 
 Presets (``docs/fidelity.md``): ``kr-code``, the TNP-KR paper's ConvCNP (MLGlobalHealth/dl4bi
 ``dl4bi/meta_regression/convcnp.py``, 1D); ``te-code``, cambridge-mlg/tnp
-``experiments/configs/models/convcnp.yml`` (the TE paper's released config).
+``experiments/configs/models/convcnp.yml`` (the TE paper's released config; with a fixed grid on
+the canvas pixels and fixed length scales, cambridge-mlg/tetnp ``gridded-convcnp.yml``, TE-2).
 
 Cost: a box has about ``((range + 2 margin) * points_per_unit)^dim_x`` points; in 2D, inputs in
 [-2, 2]^2 at 64 points per unit with margin 1 give 384^2 grid points per task, each with
@@ -104,6 +107,10 @@ class ConvCNPHyper(HeadHyper):
     setconv_scales: str = "per-dim"  # per-dim | per-channel: the set convs' length scales
     setconv_transform: str = "exp"  # exp | softplus (1e-5 + softplus(raw))
     init_length_scale: float | None = None  # None: two grid spacings
+    # False: the set convolutions' length scales stay at init_length_scale. At a tenth of the
+    # spacing of a fixed grid on the pixels, each pixel reads only its own grid point (a
+    # neighbour's weight is exp(-50)): the TE code's GriddedConvCNP (TE-2's te-code row).
+    setconv_trainable: bool = True
     density: str = "normalised"  # normalised [density, data / density] | appended [data, density]
     readout_density: bool = False  # the read-out carries a normalising density channel
     n_grid_encoder_hidden: int | None = None  # map on the grid before the CNN (None: none)
@@ -150,7 +157,11 @@ class ConvCNP(NeuralProcess):
         self.likelihood = likelihood_head(h, dim_y)
         ppu = self._fixed_grid() if h.grid == "fixed" else h.points_per_unit
         per_channel = h.setconv_scales == "per-channel"
-        options = dict(init_length_scale=h.init_length_scale, transform=h.setconv_transform)
+        options = dict(
+            init_length_scale=h.init_length_scale,
+            transform=h.setconv_transform,
+            trainable=h.setconv_trainable,
+        )
         self.encoder = SetConvToGrid(
             dim_x, ppu, n_scales=1 + dim_y if per_channel else None, density=h.density, **options
         )

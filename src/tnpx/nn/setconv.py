@@ -15,7 +15,8 @@ Options (defaults: Gordon et al.'s paper and tnpx's ConvCNP): the length scale i
 input dimension (``n_scales=None``) or per channel (``n_scales`` channels, one scale shared by
 the axes: the Euclidean RBF of the ConvDeepSet in the TNP-KR code, ``dl4bi/core/conv.py``);
 it is ``exp(log_length_scale)`` (``transform="exp"``) or ``1e-5 + softplus(raw)``
-(``"softplus"``, cambridge-mlg/tnp ``tnp/networks/setconv.py``). The encoder's density channel
+(``"softplus"``, cambridge-mlg/tnp ``tnp/networks/setconv.py``), trained or fixed at its
+initial value (``trainable=False``: a buffer of the same name). The encoder's density channel
 is prepended and divides the data channels (``density="normalised"``, Eq. 4) or appended and
 summed like them (``"appended"``, cambridge-mlg/tnp); the read-out may carry a normalising
 density channel too (``SetConvFromGrid(density=True)``, the TNP-KR code's read-out).
@@ -99,8 +100,8 @@ DENSITIES = ("normalised", "appended")
 
 
 class _LatticeRBF(nn.Module):
-    """An RBF with a learned length scale per input dimension (or per channel: ``n_scales``)
-    on the lattice ``h Z^dim_x``."""
+    """An RBF with a length scale per input dimension (or per channel: ``n_scales``) on the
+    lattice ``h Z^dim_x``, learned unless ``trainable=False``."""
 
     def __init__(
         self,
@@ -109,6 +110,7 @@ class _LatticeRBF(nn.Module):
         init_length_scale: float | None = None,
         n_scales: int | None = None,
         transform: str = "exp",
+        trainable: bool = True,
     ):
         super().__init__()
         if dim_x not in _AXES:
@@ -119,9 +121,13 @@ class _LatticeRBF(nn.Module):
         init = init_length_scale or 2.0 / points_per_unit  # two grid spacings (Gordon et al.)
         shape = (dim_x,) if n_scales is None else (n_scales,)
         if transform == "exp":
-            self.log_length_scale = nn.Parameter(torch.full(shape, math.log(init)))
+            name, value = "log_length_scale", torch.full(shape, math.log(init))
         else:  # the inverse of softplus at the initial scale (cambridge-mlg/tnp BaseSetConv)
-            self.raw_length_scale = nn.Parameter(torch.full(shape, math.log(math.expm1(init))))
+            name, value = "raw_length_scale", torch.full(shape, math.log(math.expm1(init)))
+        if trainable:
+            self.register_parameter(name, nn.Parameter(value))
+        else:  # a fixed scale: a buffer under the same name, so checkpoints hold it
+            self.register_buffer(name, value)
 
     @property
     def length_scale(self) -> torch.Tensor:
