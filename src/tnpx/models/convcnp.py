@@ -264,6 +264,8 @@ class ConvCNP(NeuralProcess):
             features = xt.new_zeros(b, n_tgt, self.readout_channels)
         else:
             chunk = max(1, self.hyper.chunk_elements // max(b * c * z.shape[-1], 1))
+            if self.readout.fuses_channels:  # bounds its own memory: no need to chunk targets
+                chunk = max(n_tgt, 1)
             args = (z, start) if state.valid is None else (z, start, state.valid)
             features = map_target_chunks(self.readout, self._inputs(xt), chunk, *args)  # Eq. 5
         if self.readout_map is not None:
