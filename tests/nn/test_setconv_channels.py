@@ -105,7 +105,9 @@ def test_chunk_budget_changes_nothing():
     module = read_out(density=True)
     x, z, start, valid = inputs()
     results = []
-    for chunk in (1, 21 * 6, 21 * 6 * 7 + 5, 10**9):  # a pair, a task's rows, ragged, all
+    pair = 6 * 20  # weights per (task, target): 6 channels, 20 grid points
+    # one pair per block; runs of 3 of a task's 7 targets; 2 of the 3 tasks; everything
+    for chunk in (1, 3 * pair + 5, 2 * 7 * pair, 10**9):
         module.chunk_elements = chunk
         results.append(value_and_grads(module, x, z, start, valid))
     for out, grads in results[1:]:
