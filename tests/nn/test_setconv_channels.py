@@ -195,3 +195,18 @@ def test_no_targets():
     module = read_out(density=True)
     x, z, start, valid = inputs()
     assert module(x[:, :0], z, start, valid).shape == (3, 0, 6)
+
+
+def test_fixed_length_scales():
+    """``trainable=False`` (scales in a buffer): no rate gradient is asked for; the read-out
+    and the gradients w.r.t. x and z are still the einsum's."""
+    module = SetConvFromGrid(1, 4.0, n_scales=5, trainable=False, chunk_elements=50).double()
+    x, z, start, _ = inputs()
+    results = []
+    for fused in (True, False):
+        module.fused = fused
+        xg, zg = x.clone().requires_grad_(), z.clone().requires_grad_()
+        out = module(xg, zg, start)
+        results.append((out, *torch.autograd.grad(out.square().sum(), (xg, zg))))
+    for a, b in zip(*results):
+        assert_close(a, b, **EXACT)
