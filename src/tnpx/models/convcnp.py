@@ -100,7 +100,9 @@ class ConvCNPHyper(HeadHyper):
     cnn: str = "unet"  # unet | plain | preact | resnet
     grid: str = "context"  # context | union (context and targets) | fixed
     n_decoder_hidden: int = 2
-    chunk_elements: int = 2**26  # bound on batch * chunk * dim_model * grid length in read-out
+    # bound on batch * chunk * dim_model * grid length in an einsum read-out (the fused 1D
+    # per-channel read-out, nn/setconv_channels.py, bounds its own blocks)
+    chunk_elements: int = 2**26
     grid_min: float | None = None  # grid="fixed": first grid point on every axis
     grid_max: float | None = None  # grid="fixed": last grid point on every axis
     grid_points: int | None = None  # grid="fixed": per axis; None: ppu * (max - min)
@@ -264,6 +266,8 @@ class ConvCNP(NeuralProcess):
             features = xt.new_zeros(b, n_tgt, self.readout_channels)
         else:
             chunk = max(1, self.hyper.chunk_elements // max(b * c * z.shape[-1], 1))
+            if self.readout.fuses_channels:  # bounds its own memory: no need to chunk targets
+                chunk = max(n_tgt, 1)
             args = (z, start) if state.valid is None else (z, start, state.valid)
             features = map_target_chunks(self.readout, self._inputs(xt), chunk, *args)  # Eq. 5
         if self.readout_map is not None:

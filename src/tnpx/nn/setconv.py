@@ -20,6 +20,11 @@ initial value (``trainable=False``: a buffer of the same name). The encoder's de
 is prepended and divides the data channels (``density="normalised"``, Eq. 4) or appended and
 summed like them (``"appended"``, cambridge-mlg/tnp); the read-out may carry a normalising
 density channel too (``SetConvFromGrid(density=True)``, the TNP-KR code's read-out).
+
+A 1D read-out with per-channel scales would form a ``[batch, n, G, channels]`` weight tensor;
+it runs through :mod:`tnpx.nn.setconv_channels` instead, which never does (``fused=False``:
+the einsum, kept for comparison). The encoder's per-channel weights have ``1 + dim_y``
+channels, a small fraction of that cost, and stay on the einsum.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..validation import check_option
+from .setconv_channels import CHUNK_ELEMENTS, channel_rbf_sum
 
 # einsum subscripts for the grid axes of a 1D and a 2D grid
 _AXES = {1: "i", 2: "ij"}
@@ -73,6 +79,12 @@ def grid_box(
     return start, size * has_point.long()
 
 
+def lattice_offset(x: torch.Tensor, start: torch.Tensor, ppu: float) -> torch.Tensor:
+    """Coordinates ``x [batch, n]`` in lattice units from each box's first point ``start
+    [batch]`` -> ``[batch, n]``."""
+    return x * ppu - start[:, None].to(x.dtype)
+
+
 def rbf_axis_weights(
     x: torch.Tensor, start: torch.Tensor, n_grid: int, length_scale: torch.Tensor, ppu: float
 ) -> torch.Tensor:
@@ -86,7 +98,7 @@ def rbf_axis_weights(
     Returns:
         ``[batch, n, n_grid]``, or ``[batch, n, n_grid, channels]`` for per-channel scales.
     """
-    offset = x * ppu - start[:, None].to(x.dtype)  # lattice units from the box's first point
+    offset = lattice_offset(x, start, ppu)
     steps = torch.arange(n_grid, device=x.device, dtype=x.dtype)
     if length_scale.dim() == 1:  # per channel
         diff = (offset[..., None] - steps)[..., None] / (ppu * length_scale)
@@ -135,6 +147,11 @@ class _LatticeRBF(nn.Module):
         if self.transform == "exp":
             return self.log_length_scale.exp()
         return 1e-5 + F.softplus(self.raw_length_scale)
+
+    def rates(self) -> torch.Tensor:
+        """``-1 / (2 (ppu l)^2)``: the RBF's exponent per squared lattice step, ``[dim_x]`` or
+        ``[n_scales]``."""
+        return -0.5 / (self.points_per_unit * self.length_scale).square()
 
     def axis_weights(self, x: torch.Tensor, start: torch.Tensor, shape) -> list[torch.Tensor]:
         """Per-axis weights ``[batch, n, shape[d]]`` (``[batch, n, shape[d], n_scales]`` per
@@ -202,13 +219,40 @@ class SetConvFromGrid(_LatticeRBF):
     """Decoder set convolution (Gordon et al., Eq. 5): ``f(x) = sum_g w(x - g) z(g)``.
 
     ``density=True``: a density channel ``sum_g w(x - g) valid(g)`` is prepended and divides
-    the others, ``[density, f / (density + eps)]`` (the TNP-KR code's read-out ConvDeepSet)."""
+    the others, ``[density, f / (density + eps)]`` (the TNP-KR code's read-out ConvDeepSet).
+
+    ``fused`` (1D, per-channel scales): :func:`channel_rbf_sum` in blocks of at most
+    ``chunk_elements`` weights instead of the einsum over ``[batch, n, G, channels]``."""
 
     eps = 1e-8
 
-    def __init__(self, *args, density: bool = False, **kwargs):
+    def __init__(
+        self,
+        *args,
+        density: bool = False,
+        fused: bool = True,
+        chunk_elements: int = CHUNK_ELEMENTS,
+        **kwargs,
+    ):
         super().__init__(*args, **kwargs)
-        self.density = density
+        self.density, self.fused, self.chunk_elements = density, fused, chunk_elements
+
+    @property
+    def fuses_channels(self) -> bool:
+        """Whether the read-out runs through :func:`channel_rbf_sum` (which bounds its own
+        memory, so callers need not chunk the targets)."""
+        return self.fused and self.per_channel and self.dim_x == 1
+
+    def _read(self, x: torch.Tensor, z: torch.Tensor, start: torch.Tensor) -> torch.Tensor:
+        """``sum_g w(x - g) z(g)``: x ``[batch, n, dim_x]``, z ``[batch, channels, *shape]``
+        -> ``[batch, n, channels]``."""
+        if self.fuses_channels:
+            offset = lattice_offset(x[..., 0], start[:, 0], self.points_per_unit)
+            out = channel_rbf_sum(offset, self.rates(), z, self.chunk_elements)
+            return out.transpose(1, 2)
+        weights = self.axis_weights(x, start, z.shape[2:])
+        ins, axes = self.subscripts()
+        return torch.einsum(f"{ins},bc{axes}->bnc", *weights, z)
 
     def forward(
         self,
@@ -220,11 +264,9 @@ class SetConvFromGrid(_LatticeRBF):
         """x ``[batch, n, dim_x]``, z ``[batch, channels, *shape]``, start ``[batch, dim_x]``,
         valid ``[batch, 1, *shape]`` (each task's box, for the density) or None -> ``[batch, n,
         channels]`` (``1 + channels`` with the density)."""
-        weights = self.axis_weights(x, start, z.shape[2:])
-        ins, axes = self.subscripts()
         if not self.density:
-            return torch.einsum(f"{ins},bc{axes}->bnc", *weights, z)
+            return self._read(x, z, start)
         ones = torch.ones_like(z[:, :1]) if valid is None else valid.expand_as(z[:, :1])
-        channels = torch.einsum(f"{ins},bc{axes}->bnc", *weights, torch.cat([ones, z], 1))
+        channels = self._read(x, torch.cat([ones, z], 1), start)
         density, data = channels[..., :1], channels[..., 1:]
         return torch.cat([density, data / (density + self.eps)], -1)
