@@ -50,11 +50,7 @@ from benchmarks.paper_tables.cells import (  # noqa: F401 (re-exported for tests
     cell_path,
     load_cells,
     missing_data,
-    model_stale_reason,
-    preset_options,
     run_cell,
-    settings,
-    stale_reason,
 )
 from benchmarks.paper_tables.figures import draw_completions
 from benchmarks.paper_tables.markdown import model_label  # noqa: F401
@@ -69,6 +65,12 @@ from benchmarks.paper_tables.specs import (  # noqa: F401
     TABLES,
     Row,
     TableSpec,
+)
+from benchmarks.paper_tables.staleness import (  # noqa: F401 (re-exported for tests)
+    model_stale_reason,
+    preset_options,
+    settings,
+    stale_reason,
 )
 from tnpx.experiments.provenance import command_line, git_commit, hardware
 

@@ -25,7 +25,7 @@ from pathlib import Path
 if not __package__:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.paper_tables.cells import run_stale_reason, settings
+from benchmarks.paper_tables.staleness import run_stale_reason, settings
 from benchmarks.paper_tables.table_spec import ROOT
 from tnpx.config import ExperimentConfig, load_config
 from tnpx.evaluate import Metrics, build_test_sampler, evaluate
