@@ -1,8 +1,8 @@
-"""benchmarks/kr_tables.py: the KR-1 / KR-3 tables built from cached cells (no training),
-the per-model budget sizes, the stale-cell guard, the KR-3 configs' layout, one tiny real
-cell end to end; the real-data tables (KR-4, TE-2, TE-3): row labels to models and options,
-their configs, the LL sign, the skip of a cell whose data are missing, and a tiny generic
-table (an image column, LL) trained, reported and resumed."""
+"""benchmarks/kr_tables.py: the KR-3 configs' layout, one tiny real cell end to end; the
+real-data tables (KR-4, TE-2, TE-3): row labels to models and options, their configs, the skip
+of a cell whose data are missing, a tiny generic table (an image column, LL) trained, reported
+and resumed, and shared-training tables. The README from cached cells: test_table_report.py;
+stale cells: test_stale_cells.py."""
 
 from __future__ import annotations
 
@@ -16,213 +16,16 @@ import torch
 from torch.testing import assert_close
 
 from benchmarks import kr_tables as kt
-from tnpx.checkpoint import save
+from table_fakes import nll_rows
 from tnpx.config import load_config
 from tnpx.data import batch_at
-from tnpx.evaluate import Metrics, build_test_sampler
+from tnpx.evaluate import build_test_sampler
 from tnpx.models import build_model
-from tnpx.models.base import PRESETS
 
 ROOT = Path(__file__).resolve().parents[2]
 
 GP_TABLES = [name for name, spec in kt.TABLES.items() if spec.gp_data]
 REAL_TABLES = ["kr4", "te2", "te3"]
-
-RUN = {
-    "command": "python benchmarks/kr_tables.py",
-    "commit": "abc1234",
-    "hardware": "test machine",
-    "exact": False,
-    "protocol": "budget",
-}
-
-
-def fake_cell(table: str, kernel: str, model: str, nll: float, se: float = 0.01) -> kt.Cell:
-    oracle = model == kt.ORACLE
-    metrics = Metrics(model, 1024, -nll, se, 0.9)
-    if not oracle:
-        metrics.oracle_ll, metrics.oracle_ll_se, metrics.gap, metrics.gap_se = 0.5, 0.01, 0.2, 0.01
-    return kt.Cell(
-        table=table,
-        kernel=kernel,
-        model=model,
-        protocol="budget",
-        metrics=metrics,
-        ll_estimator=f"estimator of {model}",
-        parameters=0 if oracle else 120_000,
-        model_options={} if oracle else {"dim_model": 64},
-        steps=0 if oracle else 1500,
-        batch_size=16,
-        test_tasks=1024,
-        train_seconds=None if oracle else 100.0,
-        eval_seconds=5.0,
-        commit="abc1234",
-        hardware="test machine",
-    )
-
-
-def write_cells(out: Path, spec: kt.TableSpec, nlls: dict[tuple[str, str], float]) -> None:
-    for (kernel, model), nll in nlls.items():
-        path = kt.cell_path(out, spec.name, kernel, model)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(fake_cell(spec.name, kernel, model, nll).to_json())
-
-
-def paper_like(spec: kt.TableSpec, offset: float = 0.1) -> dict[tuple[str, str], float]:
-    """Every cell at the paper's NLL plus ``offset`` (the oracle well below)."""
-    nlls = {(k, m): v + offset for m, row in spec.paper.items() for k, v in row.items()}
-    nlls.update({(k, kt.ORACLE): -1.0 for k in spec.kernels})
-    return nlls
-
-
-def nll_rows(text: str) -> dict[str, str]:
-    """The NLL table's rows (the README's first table), by model label."""
-    lines = text.splitlines()
-    start = next(i for i, line in enumerate(lines) if line.startswith("| model | "))
-    rows = {}
-    for line in lines[start + 2 :]:
-        if not line.startswith("| "):
-            break
-        rows[line.split("|")[1].strip()] = line
-    return rows
-
-
-def readme(out: Path, spec: kt.TableSpec) -> str:
-    kt.write_outputs(spec, out, RUN)
-    return (out / spec.name / "README.md").read_text()
-
-
-@pytest.mark.parametrize("name", GP_TABLES)
-def test_partial_table_has_every_row_column_paper_number_and_dash(tmp_path, name):
-    spec = kt.TABLES[name]
-    nlls = paper_like(spec)
-    left_out = (spec.kernels[-1], "tnp-kr-fast")
-    del nlls[left_out]
-    write_cells(tmp_path, spec, nlls)
-    text = readme(tmp_path, spec)
-    header = next(line for line in text.splitlines() if line.startswith("| model | "))
-    for kernel in spec.kernels:
-        assert kt.KERNEL_LABELS[kernel] in header
-    rows = nll_rows(text)
-    for model in spec.models:
-        assert kt.model_label(model) in rows, model
-    for model, row in spec.paper.items():
-        for kernel, paper in row.items():
-            assert f"({paper:.3f})" in text, (model, kernel)
-    paper = spec.paper["tnp-kr-fast"][left_out[0]]
-    assert f"— ({paper:.3f})" in rows["tnp-kr-fast"]
-    assert "**Not run yet** (1 of" in text and "tnp-kr-fast (RBF)" in text
-    assert "Spearman ρ = 1.00" in text and "the paper's ordering is reproduced" in text
-    assert f"Command**: `python benchmarks/kr_tables.py --tables {name}` builds the whole" in text
-    assert "last written by `python benchmarks/kr_tables.py`, commit `abc1234`" in text
-    results = json.loads((tmp_path / name / "results.json").read_text())
-    assert results["missing"] == [{"kernel": left_out[0], "model": "tnp-kr-fast"}]
-    assert len(results["cells"]) == len(nlls)
-    assert (tmp_path / name / "nll_vs_paper.png").exists()
-
-
-def test_empty_table_is_a_valid_file(tmp_path):
-    spec = kt.TABLES["kr3"]
-    text = readme(tmp_path, spec)
-    assert f"({len(spec.models)} of {len(spec.models)} cells" in text
-    assert "fewer than two models run" in text
-    assert not (tmp_path / "kr3" / "nll_vs_paper.png").exists()
-
-
-def test_latent_rows_are_marked_with_their_estimator(tmp_path):
-    spec = kt.TABLES["kr1"]
-    write_cells(tmp_path, spec, paper_like(spec))
-    text = readme(tmp_path, spec)
-    for model in ("np", "anp", "bnp", "banp"):
-        assert f"| {model} † |" in text
-        assert f"- † {model}: estimator of {model}" in text
-    assert "| cnp |" in text
-
-
-def test_a_significant_swap_is_reported(tmp_path):
-    spec = kt.TABLES["kr3"]
-    nlls = paper_like(spec)
-    nlls["rbf", "cnp"] = 0.0  # the paper's second-worst model now beats every TNP
-    write_cells(tmp_path, spec, nlls)
-    text = readme(tmp_path, spec)
-    assert "the paper's ordering is NOT reproduced" in text
-    assert "cnp beats tnp-kr-full by" in text
-    o = kt.ordering(spec, "rbf", kt.load_cells(tmp_path, spec))
-    assert o["pairs"] == 21 and len(o["swaps"]) == 5  # cnp now beats all but np
-    assert all(s.worse == "cnp" and s.significant for s in o["swaps"])
-
-
-def test_paper_ties_are_not_pairs():
-    spec = kt.TABLES["kr1"]
-    cells = {(k, m): fake_cell("kr1", k, m, v) for (k, m), v in paper_like(spec).items()}
-    periodic = kt.ordering(spec, "periodic", cells)
-    assert periodic["pairs"] == 45 - 2  # cnp = bnp and tnp-d = tnp-kr-full in the paper
-    assert periodic["swaps"] == []
-
-
-def test_spearman_and_tied_ranks():
-    assert kt.ranks([3.0, 1.0, 1.0, 2.0]) == [4.0, 1.5, 1.5, 3.0]
-    assert kt.spearman([1, 2, 3], [10, 20, 30]) == pytest.approx(1.0)
-    assert kt.spearman([1, 2, 3], [3, 2, 1]) == pytest.approx(-1.0)
-    # ranks (1, 2, 3, 4) against (1.5, 1.5, 3, 4): Pearson of the ranks
-    assert kt.spearman([1, 2, 3, 4], [5, 5, 6, 7]) == pytest.approx(0.9486833, abs=1e-6)
-
-
-def test_a_cell_from_other_settings_is_refused(tmp_path):
-    spec = kt.TABLES["kr1"]
-    cfg = kt.cell_config(spec, "rbf", "cnp", False, tmp_path / "runs", [])
-    path = kt.cell_path(tmp_path, "kr1", "rbf", "cnp")
-    path.parent.mkdir(parents=True)
-    cell = fake_cell("kr1", "rbf", "cnp", 0.3)
-    cell.settings = kt.settings(cfg)
-    path.write_text(cell.to_json())
-    assert kt.stale_reason(cfg, path) is None
-    shorter = kt.cell_config(spec, "rbf", "cnp", False, tmp_path / "runs", ["train.steps=3"])
-    assert "other settings" in kt.stale_reason(shorter, path)
-    # where the run went does not change the numbers
-    elsewhere = kt.cell_config(spec, "rbf", "cnp", False, tmp_path / "elsewhere", [])
-    assert kt.stale_reason(elsewhere, path) is None
-
-
-def test_a_cell_of_the_old_budget_options_is_refused(tmp_path):
-    """A KR-1 cell cached with the budget's former options (tnpx defaults at small sizes,
-    min_std 1e-3) is not reused by the ``kr-code`` budget."""
-    spec = kt.TABLES["kr1"]
-    cfg = kt.cell_config(spec, "rbf", "tnp-d", False, tmp_path / "runs", [])
-    # the former model section of configs/kr1-rbf-budget.yaml, kept in the tnpx-budget file
-    run = f"train.out_dir={cfg.train.out_dir}"
-    old = load_config(ROOT / "configs" / "kr1-rbf-tnpx-budget.yaml", ["model.name=tnp-d", run])
-    assert old.model["dim_model"] == 64 and old.model["min_std"] == 1e-3
-    assert old.data == cfg.data and old.train.steps == cfg.train.steps
-    path = kt.cell_path(tmp_path, "kr1", "rbf", "tnp-d")
-    path.parent.mkdir(parents=True)
-    cell = fake_cell("kr1", "rbf", "tnp-d", 0.3)
-    cell.settings = kt.settings(old)
-    path.write_text(cell.to_json())
-    assert "other settings" in kt.stale_reason(cfg, path)
-
-
-def test_a_changed_preset_makes_its_cells_and_runs_stale(tmp_path, monkeypatch):
-    """A cell or a run made under a preset whose options have changed since is refused, though
-    the config names the same preset: the cache key holds what the preset resolved to."""
-    spec = kt.TABLES["kr1"]
-    cfg = kt.cell_config(spec, "rbf", "cnp", False, tmp_path / "runs", [])
-    assert kt.settings(cfg)["model"]["preset_options"] == kt.preset_options(cfg.model) != {}
-    path = kt.cell_path(tmp_path, "kr1", "rbf", "cnp")
-    path.parent.mkdir(parents=True)
-    cell = fake_cell("kr1", "rbf", "cnp", 0.3)
-    cell.settings = kt.settings(cfg)
-    path.write_text(cell.to_json())
-    run = Path(cfg.train.out_dir)
-    run.mkdir(parents=True)
-    save(build_model("cnp", 1, 1, **cfg.model_options()), run / "model.pt")
-    assert kt.stale_reason(cfg, path) is None
-    code = dict(PRESETS["cnp"]["kr-code"])
-    monkeypatch.setitem(PRESETS["cnp"], "kr-code", {**code, "dim_model": 32})
-    assert "other settings" in kt.stale_reason(cfg, path)
-    path.unlink()
-    reason = kt.stale_reason(cfg, path)
-    assert "holds a model built with other options" in reason and "dim_model = 128" in reason
 
 
 @pytest.mark.parametrize("name", ["kr3", "kr3-budget"])
@@ -340,52 +143,6 @@ def test_real_table_configs_load_for_every_cell(tmp_path, name, exact):
         else:
             assert train.get("dataset", "kolmogorov").endswith(("standin", "kolmogorov"))
     assert not spec.gp_data and kt.ORACLE not in spec.models
-
-
-def test_ll_tables_report_ll_with_its_sign_and_order_by_higher_is_better(tmp_path):
-    spec = kt.TABLES["te2"]
-    assert spec.metric == "ll"
-    lls = {(k, m): v - 0.2 for m, row in spec.paper.items() for k, v in row.items()}
-    # a fake cell stores -nll as its LL: write LL values through fake_cell's nll argument
-    write_cells(tmp_path, spec, {key: -ll for key, ll in lls.items()})
-    text = readme(tmp_path, spec)
-    assert "Metric: LL per target point (higher is better)" in text
-    assert "NLL" not in text.split("## Model sizes")[0]
-    rows = nll_rows(text)
-    cell = kt.load_cells(tmp_path, spec)["t-mnist", "convcnp"]
-    assert cell.value("ll") == pytest.approx(1.0) and cell.value("nll") == pytest.approx(-1.0)
-    assert "| convcnp | 1.000 ± 0.010 (1.20) | 1.240 ± 0.010 (1.44) |" == rows["convcnp"]
-    assert "Spearman ρ = 1.00 between our LLs" in text
-    assert "the paper's ordering is reproduced" in text
-    assert "Gap to the GP oracle" not in text and "gp-oracle" not in text
-    assert (tmp_path / "te2" / "ll_vs_paper.png").exists()
-    results = json.loads((tmp_path / "te2" / "results.json").read_text())
-    assert results["metric"] == "ll" and results["paper_ll"]["cnp"]["t-mnist"] == 0.64
-    assert results["rows"]["pt-tnp-m64"] == {
-        "model": "pt-tnp-ist",
-        "options": {"n_pseudo": 64, "dim_ff": 32},
-        "budget": {"n_layers": 2},
-        "column_options": {},
-        "overrides": [],
-        "preset": "te-code",
-    }
-    # the lowest LL is the worst: CNP above every TE-PT-TNP is a swap against the paper
-    write_cells(tmp_path, spec, {("t-mnist", "cnp"): -5.0})  # LL 5
-    o = kt.ordering(spec, "t-mnist", kt.load_cells(tmp_path, spec))
-    assert {s.worse for s in o["swaps"]} == {"cnp"} and len(o["swaps"]) == 6
-    assert all(s.margin > 0 and s.significant for s in o["swaps"])
-    assert "cnp beats te-pt-tnp-m128 by" in readme(tmp_path, spec)
-
-
-def test_nll_tables_still_order_by_lower_is_better():
-    spec = kt.TABLES["kr4"]
-    cells = {
-        ("mnist", m): fake_cell("kr4", "mnist", m, v) for m, v in (("cnp", 0.0), ("tnp-d", -1.0))
-    }
-    assert kt.ordering(spec, "mnist", cells)["swaps"] == []  # TNP-D's lower NLL is better
-    cells["mnist", "cnp"] = fake_cell("kr4", "mnist", "cnp", -2.0)
-    (swap,) = kt.ordering(spec, "mnist", cells)["swaps"]
-    assert (swap.better, swap.worse, swap.margin) == ("tnp-d", "cnp", pytest.approx(1.0))
 
 
 def test_a_cell_whose_data_are_missing_is_skipped_with_the_command_that_makes_them(
@@ -506,28 +263,6 @@ def test_a_shared_training_table_trains_once_and_reports_the_transfer(tmp_path, 
     assert "## Generalisation to held-out regions" in text
     diff = cells[1].metrics.ll - cells[0].metrics.ll
     assert f"| cnp | {diff:+.3f} ± " in text and "(-6.06)" in text
-
-
-def test_the_reference_row_says_which_models_beat_it_and_is_not_ranked(tmp_path):
-    spec = kt.TABLES["te3"]
-    assert kt.REFERENCE in spec.models and spec.paper_value(kt.REFERENCE, "kolmogorov") is None
-    # LL: reference 1.0, cnp 1.5 (ahead), rcnp 1.02 (within 2 s.e. of 0.01 each), pt-tnp-m64
-    # 0.9 (behind), mt-gp 2.0 (fitted, not trained: not compared)
-    lls = {kt.REFERENCE: 1.0, "cnp": 1.5, "rcnp": 1.02, "pt-tnp-m64": 0.9, "mt-gp": 2.0}
-    write_cells(tmp_path, spec, {("kolmogorov", m): -ll for m, ll in lls.items()})
-    cells = kt.load_cells(tmp_path, spec)
-    assert kt.REFERENCE not in kt.ordering(spec, "kolmogorov", cells)["models"]
-    text = readme(tmp_path, spec)
-    # only trained rows are compared with it (mt-gp is fitted, not trained)
-    assert (
-        "Against the context-moments reference (LL 1.000), LL per target gained by the "
-        "trained models: ahead by more than 2 s.e.: cnp +0.500; level: rcnp +0.020; behind: "
-        "pt-tnp-m64 -0.100." in text
-    )
-    assert "The context-moments row is a reference, not a paper's model" in text
-    assert "The mt-gp row is a GP fitted" in text and "context-moments, mt-gp" not in text
-    (tmp_path / "te3" / "cells" / f"kolmogorov-{kt.REFERENCE}.json").unlink()
-    assert "Against the context-moments" not in readme(tmp_path, spec)
 
 
 def test_the_reference_cell_is_scored_without_training(tmp_path):

@@ -1,6 +1,7 @@
 """Cells cached before the tables moved to the reference codes' presets are refused, naming the
 files, before any training (``tests/fixtures/pre-preset-cells``: real cells from ``results/``);
-cells of the current specs are reused. Training and scoring are faked: nothing trains here."""
+cells of the current specs are reused; a cell of other settings, of the old budget options or
+of a preset whose options changed since is stale. Training and scoring are faked."""
 
 from __future__ import annotations
 
@@ -13,10 +14,15 @@ import pytest
 from benchmarks import kr_tables as kt
 from benchmarks import te_ablation as ta
 from benchmarks.paper_tables import cells
+from table_fakes import fake_cell
+from tnpx.checkpoint import save
+from tnpx.config import load_config
 from tnpx.evaluate import Metrics
+from tnpx.models import build_model
 from tnpx.models.base import PRESETS
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "pre-preset-cells"
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURES = ROOT / "tests" / "fixtures" / "pre-preset-cells"
 
 
 @pytest.fixture
@@ -145,3 +151,60 @@ def test_the_ablation_reuses_its_own_cells_and_refuses_them_after_a_change(out, 
     cfg.model["n_pseudo"] = 16  # the row changes: its cells are stale
     reasons = ta.stale_reasons(configs, folder)
     assert len(reasons) == 2 and all("te-ablation-input-adjustment" in r for r in reasons)
+
+
+def test_a_cell_from_other_settings_is_refused(tmp_path):
+    spec = kt.TABLES["kr1"]
+    cfg = kt.cell_config(spec, "rbf", "cnp", False, tmp_path / "runs", [])
+    path = kt.cell_path(tmp_path, "kr1", "rbf", "cnp")
+    path.parent.mkdir(parents=True)
+    cell = fake_cell("kr1", "rbf", "cnp", 0.3)
+    cell.settings = kt.settings(cfg)
+    path.write_text(cell.to_json())
+    assert kt.stale_reason(cfg, path) is None
+    shorter = kt.cell_config(spec, "rbf", "cnp", False, tmp_path / "runs", ["train.steps=3"])
+    assert "other settings" in kt.stale_reason(shorter, path)
+    # where the run went does not change the numbers
+    elsewhere = kt.cell_config(spec, "rbf", "cnp", False, tmp_path / "elsewhere", [])
+    assert kt.stale_reason(elsewhere, path) is None
+
+
+def test_a_cell_of_the_old_budget_options_is_refused(tmp_path):
+    """A KR-1 cell cached with the budget's former options (tnpx defaults at small sizes,
+    min_std 1e-3) is not reused by the ``kr-code`` budget."""
+    spec = kt.TABLES["kr1"]
+    cfg = kt.cell_config(spec, "rbf", "tnp-d", False, tmp_path / "runs", [])
+    # the former model section of configs/kr1-rbf-budget.yaml, kept in the tnpx-budget file
+    run = f"train.out_dir={cfg.train.out_dir}"
+    old = load_config(ROOT / "configs" / "kr1-rbf-tnpx-budget.yaml", ["model.name=tnp-d", run])
+    assert old.model["dim_model"] == 64 and old.model["min_std"] == 1e-3
+    assert old.data == cfg.data and old.train.steps == cfg.train.steps
+    path = kt.cell_path(tmp_path, "kr1", "rbf", "tnp-d")
+    path.parent.mkdir(parents=True)
+    cell = fake_cell("kr1", "rbf", "tnp-d", 0.3)
+    cell.settings = kt.settings(old)
+    path.write_text(cell.to_json())
+    assert "other settings" in kt.stale_reason(cfg, path)
+
+
+def test_a_changed_preset_makes_its_cells_and_runs_stale(tmp_path, monkeypatch):
+    """A cell or a run made under a preset whose options have changed since is refused, though
+    the config names the same preset: the cache key holds what the preset resolved to."""
+    spec = kt.TABLES["kr1"]
+    cfg = kt.cell_config(spec, "rbf", "cnp", False, tmp_path / "runs", [])
+    assert kt.settings(cfg)["model"]["preset_options"] == kt.preset_options(cfg.model) != {}
+    path = kt.cell_path(tmp_path, "kr1", "rbf", "cnp")
+    path.parent.mkdir(parents=True)
+    cell = fake_cell("kr1", "rbf", "cnp", 0.3)
+    cell.settings = kt.settings(cfg)
+    path.write_text(cell.to_json())
+    run = Path(cfg.train.out_dir)
+    run.mkdir(parents=True)
+    save(build_model("cnp", 1, 1, **cfg.model_options()), run / "model.pt")
+    assert kt.stale_reason(cfg, path) is None
+    code = dict(PRESETS["cnp"]["kr-code"])
+    monkeypatch.setitem(PRESETS["cnp"], "kr-code", {**code, "dim_model": 32})
+    assert "other settings" in kt.stale_reason(cfg, path)
+    path.unlink()
+    reason = kt.stale_reason(cfg, path)
+    assert "holds a model built with other options" in reason and "dim_model = 128" in reason
