@@ -300,7 +300,7 @@ def test_shipped_bo_configs_load():
     from tnpx.experiments.bo_benchmark import load_benchmark
     from tnpx.experiments.bo_benchmark_run import bo_tasks
 
-    for name in ("kr2", "kr2-budget", "tnpd-bo-budget"):
+    for name in ("kr2", "kr2-budget", "kr2-rbf-long-runs", "tnpd-bo-budget"):
         bench = load_benchmark(f"configs/{name}.yaml")
         assert bench.settings.kernels
     tnpd = load_benchmark("configs/tnpd-bo-budget.yaml")

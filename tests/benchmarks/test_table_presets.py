@@ -18,7 +18,7 @@ from tnpx.models import build_model
 ROOT = Path(__file__).resolve().parents[2]
 CONFIGS = sorted(p for p in (ROOT / "configs").glob("*.yaml") if p.name.startswith(("te", "kr")))
 # Configs without a model section: KR-2's BO configs load the KR-1 checkpoints.
-NO_MODEL = {"kr2.yaml", "kr2-budget.yaml"}
+NO_MODEL = {p.name for p in (ROOT / "configs").glob("kr2*.yaml")}
 # Not a paper table's config: tnpx's own models on the KR-1 budget task (no preset).
 TNPX_MODELS = {"kr1-rbf-tnpx-budget.yaml"}
 TE_TABLES = ("te2", "te3", "te4")
