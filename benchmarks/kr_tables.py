@@ -7,7 +7,7 @@ completion (T-MNIST, T-CIFAR-10). TE-3 (TE Table 2): LL on Kolmogorov flow. TE-4
 LL of surface temperature, each model trained once and tested on its training region and two
 held-out ones (columns that share one training run, with a table of the change per region).
 
-A table (:class:`TableSpec`, in ``paper_tables/specs.py``) has columns (a kernel or a data set,
+A table (:class:`TableSpec`, in ``paper_tables/table_spec.py``) has columns (a kernel or a data set,
 each with its own config file) and rows (a label such as ``pt-tnp-m64`` naming a registered
 model and the options that make it that row, plus its sizes at the CPU budget). Each cell
 (table, column, row) trains the row's model from the column's config (resuming an interrupted
@@ -25,10 +25,11 @@ linked from the README), from the runs behind the cells.
     python benchmarks/kr_tables.py --tables kr4 te2 te3 te4  # the real-data tables
     python benchmarks/kr_tables.py --tables kr4 te2 --figures  # and their completion figures
 
-The tables live in ``paper_tables/``: ``specs`` (what each table is), ``cells`` (running and
-caching one cell), ``ordering`` (our ordering against the paper's), ``report`` and
-``markdown`` (the results files and their tables) and ``figures`` (the completion figures);
-this file is the command line.
+The tables live in ``paper_tables/``: ``table_spec`` (what a table is), ``kr_specs`` and
+``te_specs`` (each paper's tables), ``specs`` (the registry), ``cells`` (running and caching
+one cell), ``staleness`` (refusing cells and runs of other settings), ``ordering`` (our
+ordering against the paper's), ``report`` and ``markdown`` (the results files and their
+tables) and ``figures`` (the completion figures); this file is the command line.
 """
 
 from __future__ import annotations
