@@ -50,7 +50,9 @@ def budget_cells() -> dict[str, tuple[int, float]]:
     return cells
 
 
-def plot(curves: dict, budget: dict, path: Path) -> None:
+def plot(curves: dict, budget: dict, tests: dict, path: Path) -> None:
+    """Validation NLL against steps per run, its budget cell (square), a finished run's test
+    NLL (star, with the GP oracle's on the same tasks as a cross) and the paper's (dotted)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -63,6 +65,10 @@ def plot(curves: dict, budget: dict, path: Path) -> None:
             ax.plot(*zip(*points), "-", color=color, label=f"{model} (exact, val.)")
         if model in budget:
             ax.plot(*budget[model], "s", color=color, label=f"{model} (budget cell, test)")
+        if tests.get(model) is not None:
+            steps, test = points[-1][0], tests[model]
+            ax.plot(steps, -test["ll"], "*", ms=10, color=color, label=f"{model} (test)")
+            ax.plot(steps, -test["oracle_ll"], "x", color=color, label="GP oracle, same tasks")
         if model in PAPER_NLL:
             ax.axhline(PAPER_NLL[model], color=color, ls=":", lw=1)
     ax.set_xscale("log")
@@ -114,7 +120,7 @@ def main() -> None:
         )
     )
     budget = budget_cells()
-    plot(curves, budget, out / "learning_curves.png")
+    plot(curves, budget, {m: r["test"] for m, r in rows.items()}, out / "learning_curves.png")
     (out / "README.md").write_text(report(rows, budget, commit))
     print(f"wrote {out / 'README.md'}")
 
