@@ -110,7 +110,8 @@ def report(rows: dict, shape: dict, args, commit: str) -> str:
         f"**Reading**: with the fused read-out the step is {rows['speedup']:.1f}x faster in wall "
         f"time ({rows['cpu_speedup']:.1f}x in CPU time; medians) and the process peaks "
         f"{rows['einsum']['peak_rss_mib'] / rows['fused']['peak_rss_mib']:.1f}x lower. "
-        "Timings taken on a shared machine are indicative only; re-run on an idle one.",
+        "The two variants alternate in one run, so load on the machine falls on both; compare "
+        "them only within a run (machines here differ by 10-50 %).",
         "",
     ]
     return "\n".join(lines)
