@@ -25,7 +25,7 @@ from pathlib import Path
 if not __package__:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.paper_tables.staleness import run_stale_reason, settings
+from benchmarks.paper_tables.staleness import as_json_values, run_stale_reason, settings
 from benchmarks.paper_tables.table_spec import ROOT
 from tnpx.config import ExperimentConfig, load_config
 from tnpx.evaluate import Metrics, build_test_sampler, evaluate
@@ -75,7 +75,7 @@ def stale_reasons(configs: dict, out: Path) -> list[str]:
             recorded = json.loads(path.read_text()).get("settings")
             if recorded is None:
                 reasons.append(f"{path}: records no settings (a cell from before the presets)")
-            elif recorded != json.loads(json.dumps(cell_settings(cfg, test))):
+            elif recorded != as_json_values(cell_settings(cfg, test)):
                 reasons.append(f"{path}: computed with other settings than {stem}")
         if reason := run_stale_reason(cfg):
             reasons.append(reason)

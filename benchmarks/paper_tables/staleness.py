@@ -26,7 +26,7 @@ def cached_settings(cell: Path) -> dict:
     return json.loads(cell.read_text()).get("settings", {})
 
 
-def _plain(value):
+def as_json_values(value):
     """``value`` as it reads back from JSON (tuples become lists), to compare with a cache."""
     return json.loads(json.dumps(value))
 
@@ -38,7 +38,7 @@ def preset_options(model: dict) -> dict:
     preset = model.get("preset")
     if preset is None:
         return {}
-    return _plain(PRESETS.get(model["name"], {}).get(preset, {}))
+    return as_json_values(PRESETS.get(model["name"], {}).get(preset, {}))
 
 
 def model_settings(model: dict) -> dict:
@@ -100,14 +100,14 @@ def recorded_model_mismatch(cfg: ExperimentConfig) -> list[str]:
     a run's ``config.yaml`` names a preset, the checkpoint holds what the preset was then."""
     want = {
         **preset_options(cfg.model),
-        **_plain({k: v for k, v in cfg.model_options().items() if k != "preset"}),
+        **as_json_values({k: v for k, v in cfg.model_options().items() if k != "preset"}),
     }
     mismatched = []
     for path in run_files(Path(cfg.train.out_dir)):
         if not path.exists():
             continue
         recorded = read_checkpoint(path)["model"]
-        hyper = _plain(recorded.get("hyper", {}))
+        hyper = as_json_values(recorded.get("hyper", {}))
         if recorded["name"] != cfg.model["name"]:
             mismatched.append(f"{path}: model {recorded['name']}")
         mismatched += [
