@@ -28,7 +28,7 @@ if not __package__:
 from benchmarks.paper_tables.staleness import as_json_values, run_stale_reason, settings
 from benchmarks.paper_tables.table_spec import ROOT
 from tnpx.config import ExperimentConfig, load_config
-from tnpx.evaluate import Metrics, build_test_sampler, evaluate
+from tnpx.evaluate import cached_evaluate
 from tnpx.experiments.provenance import command_line, git_commit, hardware
 from tnpx.train import train_or_load
 
@@ -90,19 +90,6 @@ def refuse_stale(reasons: list[str]) -> None:
         )
 
 
-def scored_cell(model, cfg: ExperimentConfig, path: Path, test: str) -> Metrics:
-    """The cell's metrics, from its cache (checked by ``stale_reasons``) or computed and
-    cached with its settings."""
-    if path.exists():
-        return Metrics(**json.loads(path.read_text())["metrics"])
-    sampler = build_test_sampler(cfg, **TESTS[test])
-    metrics = evaluate(model, sampler, cfg.eval.n_batches)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    cached = {"settings": cell_settings(cfg, test), "metrics": metrics.as_dict()}
-    path.write_text(json.dumps(cached, indent=2))
-    return metrics
-
-
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--exact", action="store_true")
@@ -116,7 +103,14 @@ def main(argv: list[str] | None = None) -> None:
     for label, (stem, cfg) in configs.items():
         model, seconds[label] = train_or_load(cfg)
         rows[label] = {
-            test: scored_cell(model, cfg, cell_path(out, stem, test), test) for test in TESTS
+            test: cached_evaluate(
+                model,
+                cfg,
+                cell_path(out, stem, test),
+                settings=cell_settings(cfg, test),
+                **TESTS[test],
+            )
+            for test in TESTS
         }
         print(label, {t: round(m.ll, 3) for t, m in rows[label].items()}, flush=True)
     (out / "results.json").write_text(

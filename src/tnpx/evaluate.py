@@ -120,15 +120,28 @@ def format_table(rows: list[Metrics]) -> str:
 
 
 def cached_evaluate(
-    model: NeuralProcess, cfg: ExperimentConfig, cell: str | Path, **data_overrides
+    model: NeuralProcess,
+    cfg: ExperimentConfig,
+    cell: str | Path,
+    *,
+    settings: dict | None = None,
+    **data_overrides,
 ) -> Metrics:
     """:func:`evaluate` on the experiment's test set (with ``data_overrides``), stored as JSON
     at ``cell`` and read back from there next time, so a table can be built cell by cell and
-    resumed."""
+    resumed.
+
+    With ``settings`` (what the numbers depend on, JSON-serialisable) the cell is stored as
+    ``{"settings": ..., "metrics": ...}`` so that a caller can later refuse a cell computed
+    under other settings; without, as the metrics alone (the older layout, still read)."""
     cell = Path(cell)
     if cell.exists():
-        return Metrics(**json.loads(cell.read_text()))
+        stored = json.loads(cell.read_text())
+        return Metrics(**stored.get("metrics", stored))
     metrics = evaluate(model, build_test_sampler(cfg, **data_overrides), cfg.eval.n_batches)
     cell.parent.mkdir(parents=True, exist_ok=True)
-    cell.write_text(json.dumps(metrics.as_dict()))
+    if settings is None:
+        cell.write_text(json.dumps(metrics.as_dict()))
+    else:
+        cell.write_text(json.dumps({"settings": settings, "metrics": metrics.as_dict()}, indent=2))
     return metrics

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import signal
@@ -217,6 +218,13 @@ def test_train_or_load_and_cached_evaluate(tmp_path):
     assert cell.exists()
     cell.write_text(cell.read_text().replace(f'"ll": {first.ll}', '"ll": 123.0'))
     assert cached_evaluate(model, cfg, cell, shift=1.0).ll == 123.0  # read back, not recomputed
+    recorded = tmp_path / "cells/tiny-settings.json"  # the layout a stale-cell check reads
+    with_settings = cached_evaluate(model, cfg, recorded, settings={"preset": "x"}, shift=1.0)
+    stored = json.loads(recorded.read_text())
+    assert stored["settings"] == {"preset": "x"} and stored["metrics"]["ll"] == first.ll
+    assert with_settings.ll == first.ll  # same tasks, same model
+    recorded.write_text(recorded.read_text().replace(f'"ll": {first.ll}', '"ll": 7.0'))
+    assert cached_evaluate(model, cfg, recorded, settings={"preset": "x"}, shift=1.0).ll == 7.0
 
 
 def test_train_or_load_refuses_an_unfinished_run(tmp_path, monkeypatch):

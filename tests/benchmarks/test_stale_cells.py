@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+import tnpx.evaluate
 from benchmarks import kr_tables as kt
 from benchmarks import te_ablation as ta
 from benchmarks.paper_tables import cells
@@ -41,7 +42,7 @@ def no_training(monkeypatch):
 
     monkeypatch.setattr(kt, "run_cell", fail)
     monkeypatch.setattr(ta, "train_or_load", fail)
-    monkeypatch.setattr(ta, "evaluate", fail)
+    monkeypatch.setattr(ta, "cached_evaluate", fail)
 
 
 def refusal(argv: list[str], main=kt.main) -> str:
@@ -134,20 +135,26 @@ def test_the_ablation_refuses_a_cell_without_settings_before_training(out, no_tr
 def test_the_ablation_reuses_its_own_cells_and_refuses_them_after_a_change(out, monkeypatch):
     (out / "te_ablation" / "cells" / "te1-te-pt-tnp-uniform.json").unlink()
     configs = ta.variant_configs(exact=False)
-    monkeypatch.setattr(ta, "evaluate", lambda *a, **k: fake_metrics())
-    monkeypatch.setattr(ta, "build_test_sampler", lambda *a, **k: None)
+    monkeypatch.setattr(tnpx.evaluate, "evaluate", lambda *a, **k: fake_metrics())
+    monkeypatch.setattr(tnpx.evaluate, "build_test_sampler", lambda *a, **k: None)
     folder = out / "te_ablation"
+
+    def scored(cfg, stem, test):  # what ta.main does for each cell
+        cell = ta.cell_path(folder, stem, test)
+        settings = ta.cell_settings(cfg, test)
+        return ta.cached_evaluate(None, cfg, cell, settings=settings, **ta.TESTS[test])
+
     for stem, cfg in configs.values():
         for test in ta.TESTS:
-            ta.scored_cell(None, cfg, ta.cell_path(folder, stem, test), test)
+            scored(cfg, stem, test)
     assert ta.stale_reasons(configs, folder) == []
     cached = json.loads(ta.cell_path(folder, "te1-te-pt-tnp", "bimodal").read_text())
     assert cached["settings"]["test_data"] == {"input_distribution": "bimodal"}
     assert cached["settings"]["model"]["preset"] == "released-code"
     # the same cell read back, not recomputed
-    monkeypatch.setattr(ta, "evaluate", lambda *a, **k: pytest.fail("recomputed"))
+    monkeypatch.setattr(tnpx.evaluate, "evaluate", lambda *a, **k: pytest.fail("recomputed"))
     stem, cfg = configs["TE-PT-TNP (input adjustment)"]
-    assert ta.scored_cell(None, cfg, ta.cell_path(folder, stem, "uniform"), "uniform").ll == 0.5
+    assert scored(cfg, stem, "uniform").ll == 0.5
     cfg.model["n_pseudo"] = 16  # the row changes: its cells are stale
     reasons = ta.stale_reasons(configs, folder)
     assert len(reasons) == 2 and all("te-ablation-input-adjustment" in r for r in reasons)
