@@ -1,8 +1,8 @@
-"""tnpx.predict and `tnpx predict`: user data in, predictions in the user's units out."""
+"""tnpx.predict: user data in, predictions in the user's units out: the result table, the
+scaling to and from the model's units, the training domain, and streamed (chunked) prediction.
+Bad input is tested in ``test_predict_errors.py``, ``tnpx predict`` in ``test_predict_cli.py``."""
 
 from __future__ import annotations
-
-import warnings
 
 import numpy as np
 import pandas as pd
@@ -10,30 +10,10 @@ import pytest
 import torch
 
 import tnpx
+from predict_inputs import DOMAIN, SIZES, frames, quiet_predict, tiny
 from tiny import write_tiny
-from tnpx.cli import main
 from tnpx.config import config_to_yaml, load_config
-from tnpx.predict import DataError, can_stream, training_domain
-
-SIZES = {"dim_model": 16, "n_layers": 1, "n_heads": 2, "dim_head": 8, "dim_ff": 16}
-DOMAIN = (-2.0, 2.0)
-
-
-def tiny(dim_x: int = 1, dim_y: int = 1, name: str = "tnp", **extra):
-    torch.manual_seed(0)
-    return tnpx.build_model(name, dim_x, dim_y, **{**SIZES, **extra}).eval()
-
-
-def frames(n_ctx: int = 9, n_tgt: int = 13, dim_x: int = 1, dim_y: int = 1, seed: int = 0):
-    """A context and a target frame in "user units": inputs in [10, 30], outputs near 280."""
-    rng = np.random.default_rng(seed)
-    xs = [f"x{i}" for i in range(dim_x)] if dim_x > 1 else ["x"]
-    ys = [f"y{j}" for j in range(dim_y)] if dim_y > 1 else ["y"]
-    xc = rng.uniform(10, 30, (n_ctx, dim_x))
-    yc = 280 + 5 * np.sin(xc.sum(1, keepdims=True) / 3) + rng.normal(0, 1, (n_ctx, dim_y))
-    ctx = pd.DataFrame(np.hstack([xc, yc]), columns=xs + ys)
-    tgt = pd.DataFrame(rng.uniform(8, 32, (n_tgt, dim_x)), columns=xs)
-    return ctx, tgt
+from tnpx.predict import can_stream, training_domain
 
 
 def direct(model, xc, yc, xt):
@@ -45,12 +25,6 @@ def direct(model, xc, yc, xt):
     with torch.no_grad():
         pred = model(t(xc), t(yc), t(xt))
     return pred.mean[0].double().numpy(), pred.stddev[0].double().numpy()
-
-
-def quiet_predict(*args, **kw):
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")  # an unexpected warning fails the test
-        return tnpx.predict(*args, **kw)
 
 
 # -- the result table --------------------------------------------------------------------------
@@ -244,169 +218,3 @@ def test_models_that_cannot_stream_are_called_once(name, sizes):
     ctx, tgt = frames()
     out = quiet_predict(model, ctx, tgt, domain=DOMAIN, chunk_size=2)
     assert len(out) == len(tgt) and np.isfinite(out["y_std"]).all()
-
-
-# -- bad input ---------------------------------------------------------------------------------
-def write(path, text: str):
-    path.write_text(text)
-    return path
-
-
-GOOD_CTX = "x,y\n1,2\n2,3\n3,1\n"
-GOOD_TGT = "x\n1.5\n2.5\n"
-
-
-@pytest.mark.parametrize(
-    "ctx_text, tgt_text, where",
-    [
-        ("x,y\n1,2\n2,\n3,1\n", GOOD_TGT, ["ctx.csv", "data row 2", "'y'", "missing"]),
-        ("x,y\n1,2\n2,NaN\n3,1\n", GOOD_TGT, ["ctx.csv", "data row 2", "'y'", "missing"]),
-        ("x,y\n1,2\n2,abc\n3,1\n", GOOD_TGT, ["ctx.csv", "data row 2", "'y'", "'abc'"]),
-        ("x,y\n1,2\n2,inf\n", GOOD_TGT, ["ctx.csv", "data row 2", "'y'", "finite"]),
-        (GOOD_CTX, "x\n1\nfoo\n", ["tgt.csv", "data row 2", "'x'", "'foo'"]),
-        ("x,y\n1,2\n2,3,4\n", GOOD_TGT, ["ctx.csv", "data row 2", "more values"]),
-        ("", GOOD_TGT, ["ctx.csv", "empty"]),
-        (GOOD_CTX, "x\n", ["tgt.csv", "no targets", "header but no rows"]),
-        ("1,2\n3,4\n", GOOD_TGT, ["ctx.csv", "column names"]),
-        ("x,\n1,2\n", GOOD_TGT, ["ctx.csv", "column 2 has no name"]),
-        ("t,y\n1,2\n", GOOD_TGT, ["ctx.csv", "no column 'x'", "'t', 'y'"]),
-        ("x,y,z\n1,2,3\n", GOOD_TGT, ["ctx.csv", "1 output column", "'y', 'z'"]),
-        (GOOD_CTX, "x,y\n1,2\n", ["tgt.csv", "1 input column", "'x', 'y'"]),
-    ],
-)
-def test_bad_input_names_file_row_and_column(tmp_path, ctx_text, tgt_text, where):
-    ctx, tgt = write(tmp_path / "ctx.csv", ctx_text), write(tmp_path / "tgt.csv", tgt_text)
-    with pytest.raises(DataError) as err:
-        tnpx.predict(tiny(), ctx, tgt, domain=DOMAIN)
-    message = str(err.value)
-    assert "\n" not in message
-    for part in where:
-        assert part in message
-
-
-def test_bad_files(tmp_path):
-    model, tgt = tiny(), write(tmp_path / "tgt.csv", GOOD_TGT)
-    with pytest.raises(DataError, match="nothing.csv: no such file"):
-        tnpx.predict(model, tmp_path / "nothing.csv", tgt)
-    with pytest.raises(DataError, match="is a folder"):
-        tnpx.predict(model, tmp_path, tgt)
-    (tmp_path / "bin.csv").write_bytes(b"\xff\xfe\x00\x81\n\xff")
-    with pytest.raises(DataError, match="bin.csv: cannot read"):
-        tnpx.predict(model, tmp_path / "bin.csv", tgt)
-    with pytest.raises(DataError, match="no column 'z'"):
-        tnpx.predict(model, write(tmp_path / "c.csv", GOOD_CTX), tgt, x_cols=["z"])
-
-
-def test_a_file_that_is_not_a_checkpoint(tmp_path):
-    ctx, tgt = write(tmp_path / "ctx.csv", GOOD_CTX), write(tmp_path / "tgt.csv", GOOD_TGT)
-    with pytest.raises(tnpx.CheckpointError, match="ctx.csv"):
-        tnpx.predict(ctx, ctx, tgt)
-
-
-def test_netcdf_without_xarray_says_what_to_install(tmp_path):
-    try:
-        import xarray  # noqa: F401
-
-        pytest.skip("xarray is installed")
-    except ImportError:
-        pass
-    nc = write(tmp_path / "ctx.nc", "not really netcdf")
-    with pytest.raises(DataError, match=r"pip install 'tnpx\[xarray\]'"):
-        tnpx.predict(tiny(), nc, write(tmp_path / "tgt.csv", GOOD_TGT))
-
-
-def test_bad_frames_name_the_row_label():
-    ctx = pd.DataFrame({"x": [1.0, 2.0], "y": [1.0, np.nan]}, index=["a", "b"])
-    expected = r"context DataFrame, row 'b' \(position 1\), column 'y': missing"
-    with pytest.raises(DataError, match=expected):
-        tnpx.predict(tiny(), ctx, pd.DataFrame({"x": [0.0]}), domain=DOMAIN)
-    nullable = pd.DataFrame({"x": [1.0, 2.0], "y": pd.array([1.0, None], dtype="Float64")})
-    with pytest.raises(DataError, match=r"row 1, column 'y': missing"):
-        tnpx.predict(tiny(), nullable, pd.DataFrame({"x": [0.0]}), domain=DOMAIN)
-
-
-def test_drop_missing_drops_and_warns(tmp_path):
-    ctx = write(tmp_path / "ctx.csv", "x,y\n1,2\n2,\n3,1\n,4\n5,5\n")
-    tgt = write(tmp_path / "tgt.csv", "x\n1.5\n\n2.5\nNaN\n")
-    with pytest.warns(UserWarning) as caught:
-        out = tnpx.predict(tiny(), ctx, tgt, domain=DOMAIN, drop_missing=True)
-    messages = " | ".join(str(w.message) for w in caught)
-    assert "ctx.csv: dropped 2 of 5 rows" in messages and "data row 2, data row 4" in messages
-    assert "tgt.csv: dropped 1 of 3 rows" in messages
-    assert out["x"].tolist() == [1.5, 2.5]
-
-
-# -- the command line --------------------------------------------------------------------------
-@pytest.fixture
-def files(tmp_path):
-    model = tiny()
-    tnpx.save(model, tmp_path / "model.pt")
-    ctx, tgt = frames()
-    ctx.to_csv(tmp_path / "ctx.csv", index=False)
-    tgt.to_csv(tmp_path / "tgt.csv", index=False)
-    return tmp_path, model, ctx, tgt
-
-
-def test_cli_writes_csv_and_png(files, capsys):
-    tmp, model, ctx, tgt = files
-    out, png = tmp / "out" / "pred.csv", tmp / "pred.png"
-    args = ["predict", str(tmp / "model.pt"), "--context", str(tmp / "ctx.csv")]
-    args += ["--targets", str(tmp / "tgt.csv"), "--out", str(out), "--plot", str(png)]
-    assert main([*args, "--domain", "-2", "2", "--level", "0.9"]) == 0
-    assert png.stat().st_size > 1000
-    written = pd.read_csv(out)
-    expected = quiet_predict(model, ctx, tgt, domain=DOMAIN, level=0.9)
-    pd.testing.assert_frame_equal(written, expected, rtol=1e-9)
-    err = capsys.readouterr().err
-    assert "x [" in err and "-> [-2, 2]" in err and "warning" not in err
-
-
-def test_cli_prints_csv_to_stdout_and_warnings_on_one_line(files, capsys):
-    tmp, *_ = files
-    args = ["predict", str(tmp / "model.pt"), "--context", str(tmp / "ctx.csv")]
-    args += ["--targets", str(tmp / "tgt.csv")]
-    assert main([*args, "--no-scale-inputs", "--no-standardise"]) == 0
-    captured = capsys.readouterr()
-    assert captured.out.splitlines()[0] == "x,y_mean,y_std,y_lower,y_upper"
-    assert len(captured.out.splitlines()) == 1 + 13
-    assert captured.err == "tnpx predict: no rescaling\n"
-    assert main(args) == 0  # the checkpoint records no experiment: the domain is assumed
-    warned = [line for line in capsys.readouterr().err.splitlines() if "warning" in line]
-    assert len(warned) == 1 and warned[0].startswith("tnpx predict: warning: the model's")
-
-
-@pytest.mark.parametrize(
-    "change, message",
-    [
-        ({"model": "missing.pt"}, "missing.pt: no such checkpoint"),
-        ({"model": "ctx.csv"}, "not a readable tnpx checkpoint"),
-        ({"context": "nothing.csv"}, "nothing.csv: no such file"),
-        ({"context": "bad.csv"}, "bad.csv, data row 1, column 'y': 'oops' is not a number"),
-    ],
-)
-def test_cli_errors_are_one_line_and_exit_2(files, capsys, change, message):
-    tmp, *_ = files
-    (tmp / "bad.csv").write_text("x,y\n1,oops\n")
-    names = {"model": "model.pt", "context": "ctx.csv", "targets": "tgt.csv", **change}
-    code = main(
-        ["predict", str(tmp / names["model"]), "--context", str(tmp / names["context"])]
-        + ["--targets", str(tmp / names["targets"])]
-    )
-    assert code == 2
-    err = capsys.readouterr().err
-    lines = [line for line in err.splitlines() if "warning" not in line]
-    assert len(lines) == 1 and lines[0].startswith("tnpx predict: error: ")
-    assert message in lines[0] and "Traceback" not in err
-
-
-def test_cli_plot_needs_one_input(tmp_path, capsys):
-    tnpx.save(tiny(dim_x=2), tmp_path / "m2.pt")
-    ctx, tgt = frames(dim_x=2)
-    ctx.to_csv(tmp_path / "ctx.csv", index=False)
-    tgt.to_csv(tmp_path / "tgt.csv", index=False)
-    code = main(
-        ["predict", str(tmp_path / "m2.pt"), "--context", str(tmp_path / "ctx.csv")]
-        + ["--targets", str(tmp_path / "tgt.csv"), "--plot", str(tmp_path / "p.png")]
-    )
-    assert code == 2 and "--plot needs one input column (dim_x = 1)" in capsys.readouterr().err
-    assert not (tmp_path / "p.png").exists()

@@ -13,24 +13,31 @@ here in float64 from those equations, reading the tnpx model's parameters by nam
 calling its layers, per task on its own valid context points. Latent draws and bootstrap
 indices come from other generators than the code's; they are fixed and shared (as
 ``test_fidelity_kr.py`` fixes ``np``'s draw), so the comparison is of the function given them.
+The reference's shared operations are in ``tests/bnp_reference.py``; the parameter counts,
+presets, defaults and checkpoints in ``test_fidelity_bnp_presets.py``.
 """
 
 from __future__ import annotations
-
-import math
 
 import pytest
 import torch
 from torch.testing import assert_close
 
 import tnpx
+from bnp_reference import (
+    SIZES,
+    canp_encode,
+    cnp_encode,
+    cross_attn_encoder,
+    decoder,
+    pooling_encoder,
+    rep,
+    self_attn_pooling,
+)
 from reference_ops import (
     TOL,
     fix_bootstrap,
     fix_latent_draw,
-    head_columns,
-    layer_norm,
-    linear,
     logmeanexp,
     masked_task,
     mlp,
@@ -38,24 +45,10 @@ from reference_ops import (
     normal_log_prob,
     randomise,
     reference_prediction,
-    relu,
     sigmoid,
-    softmax,
     softplus,
 )
-from reference_ops import count_parameters as count
 from tnpx.batch import Batch
-
-ATTENTIVE = dict(dim_model=8, n_heads=2, dim_head=4)
-SIZES = {
-    "cnp": dict(dim_model=8),
-    "np": dict(dim_model=8, dim_latent=3, n_samples=3, n_train_samples=3),
-    "canp": ATTENTIVE,
-    "anp": dict(**ATTENTIVE, dim_latent=3, n_samples=3, n_train_samples=3),
-    "bnp": dict(dim_model=8, n_bootstrap=3, n_train_bootstrap=2),
-    "banp": dict(**ATTENTIVE, n_bootstrap=3, n_train_bootstrap=2),
-}
-N_HEADS = ATTENTIVE["n_heads"]
 
 
 def tiny(name, preset="bnp-code", **extra):
@@ -63,83 +56,7 @@ def tiny(name, preset="bnp-code", **extra):
     return randomise(model)
 
 
-# --- the reference's operations, written out ---------------------------------------------
-
-
-def multi_head_attn(xq, xk, xv, sd, prefix, n_heads=N_HEADS):
-    """``attention.py`` ``MultiHeadAttn``: ``q, k, v = fc_q(q), fc_k(k), fc_v(v)`` (no bias);
-    heads are ``chunk(num_heads, -1)`` column blocks; ``A = softmax(q_h k_h^T /
-    sqrt(dim_out))``; ``out = ln1(q + cat_h(A v_h))``; ``out = ln2(out + relu(fc_out(out)))``."""
-    q = linear(xq, sd, f"{prefix}.to_q", bias=False)
-    k = linear(xk, sd, f"{prefix}.to_k", bias=False)
-    v = linear(xv, sd, f"{prefix}.to_v", bias=False)
-    dim_out = q.shape[-1]
-    heads = [
-        softmax(head_columns(q, h, n_heads) @ head_columns(k, h, n_heads).T / math.sqrt(dim_out))
-        @ head_columns(v, h, n_heads)
-        for h in range(n_heads)
-    ]
-    out = layer_norm(q + torch.cat(heads, -1), sd, f"{prefix}.norm_attn")
-    return layer_norm(out + relu(linear(out, sd, f"{prefix}.to_out")), sd, f"{prefix}.norm_ff")
-
-
-def pooling_encoder(xc, yc, sd, prefix):
-    """``PoolingEncoder`` (pre_depth 4, post_depth 2): ``net_post(mean net_pre([x, y]))``."""
-    pre = mlp(torch.cat([xc, yc], -1), sd, f"{prefix}.mlp", 4)
-    return mlp(pre.mean(0), sd, f"{prefix}.post", 2)
-
-
-def self_attn_pooling(xc, yc, sd, prefix):
-    """``PoolingEncoder(self_attn=True)``: ``build_mlp(depth 2)``, ReLU, ``SelfAttn``, mean,
-    ``build_mlp(depth 2)``."""
-    h = relu(mlp(torch.cat([xc, yc], -1), sd, f"{prefix}.embed", 2))
-    h = multi_head_attn(h, h, h, sd, f"{prefix}.blocks.0")
-    return mlp(h.mean(0), sd, f"{prefix}.head", 2)
-
-
-def cross_attn_encoder(xc, yc, xq, sd, prefix):
-    """``CrossAttnEncoder`` (v_depth 4, qk_depth 2): ``v = SelfAttn(build_mlp(depth 2)([x,
-    y]))``; ``q, k = net_qk(x_t), net_qk(x_c)``; ``MultiHeadAttn(q, k, v)``."""
-    v = mlp(torch.cat([xc, yc], -1), sd, f"{prefix}.embed_context", 2)
-    v = multi_head_attn(v, v, v, sd, f"{prefix}.self_attention.0")
-    q, k = mlp(xq, sd, f"{prefix}.embed_query", 2), mlp(xc, sd, f"{prefix}.embed_query", 2)
-    return multi_head_attn(q, k, v, sd, f"{prefix}.cross_attention")
-
-
-def decoder(encoded, x, sd, ctx=None):
-    """``Decoder`` (depth 3): ``hid = fc([encoded, x])`` (+ ``fc_ctx(ctx)``, no bias: the
-    bootstrap's ``add_ctx``, the columns after ``fc``'s in tnpx's first layer); ReLU, Linear,
-    ReLU, Linear; ``sigma = 0.1 + 0.9 softplus(raw)``."""
-    w, n = sd["decoder.0.weight"], encoded.shape[-1] + x.shape[-1]
-    hid = torch.cat([encoded, x], -1) @ w[:, :n].T + sd["decoder.0.bias"]
-    if ctx is not None:
-        hid = hid + ctx @ w[:, n:].T
-    else:
-        assert w.shape[1] in (n, n + encoded.shape[-1])
-    out = linear(relu(linear(relu(hid), sd, "decoder.2")), sd, "decoder.4")
-    mu, raw = out.chunk(2, -1)
-    return mu, 0.1 + 0.9 * softplus(raw)
-
-
-def rep(r, n):
-    return r.expand(n, -1)
-
-
 # --- the models ------------------------------------------------------------------------------
-
-
-def cnp_encode(sd, xc, yc, xq, prefix="encoder"):
-    """``cnp.py``: ``[enc1(xc, yc), enc2(xc, yc)]`` for every query."""
-    r = torch.cat(
-        [pooling_encoder(xc, yc, sd, f"{prefix}.0"), pooling_encoder(xc, yc, sd, f"{prefix}.1")]
-    )
-    return rep(r, len(xq))
-
-
-def canp_encode(sd, xc, yc, xq, prefix="encoder"):
-    """``canp.py``: ``[enc1(xc, yc, xt), enc2(xc, yc)]``."""
-    r2 = self_attn_pooling(xc, yc, sd, f"{prefix}.1")
-    return torch.cat([cross_attn_encoder(xc, yc, xq, sd, f"{prefix}.0"), rep(r2, len(xq))], -1)
 
 
 def cnp_reference(sd, xc, yc, xt, h):
@@ -325,96 +242,3 @@ def test_bootstrap_training_loss_and_gradient_are_the_reference(monkeypatch, nam
     assert_close(loss, ref, **TOL)
     for g, r in zip(grads, torch.autograd.grad(ref, list(params.values()))):
         assert_close(g, r, **TOL)
-
-
-# --- sizes, presets, defaults, checkpoints ----------------------------------------------------
-
-
-def test_parameter_counts_at_the_code_sizes():
-    # dx = dy = 1, dim_hid = dim_lat = 128. build_mlp(a, h, b, depth): depth Linears.
-    # PoolingEncoder: pre 2->128->128->128->128: 384 + 3 * 16,512 = 49,920; post 128->128->128:
-    # 33,024; 82,944 in all. Decoder (depth 3) fc 257->128: 33,024, 128->128, 128->2: 49,794.
-    pooling, dec = 49_920 + 33_024, 33_024 + 16_512 + 258
-    assert count(tnpx.build_model("cnp", preset="bnp-code")) == 2 * pooling + dec == 215_682
-    # NP: denc 82,944; lenc pre 49,920, post 128->128->256: 16,512 + 33,024; decoder fc takes
-    # [r, z, x] (257).
-    lenc = 49_920 + 16_512 + 33_024
-    assert count(tnpx.build_model("np", preset="bnp-code")) == pooling + lenc + dec == 232_194
-    # MultiHeadAttn(128): fc_q, fc_k, fc_v 3 * 16,384 (no bias), fc_out 16,512, ln1 + ln2 512.
-    attn = 3 * 16_384 + 16_512 + 512
-    # CrossAttnEncoder: net_v 2->128->128: 16,896; SelfAttn; net_qk 1->128->128: 16,768; attn.
-    cross = 16_896 + attn + 16_768 + attn
-    # CANP enc2 PoolingEncoder(self_attn): build_mlp depth 2, SelfAttn, post 33,024.
-    pooled = 16_896 + attn + 33_024
-    assert count(tnpx.build_model("canp", preset="bnp-code")) == cross + pooled + dec == 331_906
-    # ANP: lenc = PoolingEncoder(self_attn, dim_lat): post 128->128->256.
-    lenc_attn = 16_896 + attn + 16_512 + 33_024
-    assert count(tnpx.build_model("anp", preset="bnp-code")) == cross + lenc_attn + dec
-    assert cross + lenc_attn + dec == 348_418
-    # BNP / BANP: add_ctx(256): fc_ctx 256 -> 128 without bias, 32,768.
-    assert count(tnpx.build_model("bnp", preset="bnp-code")) == 215_682 + 32_768 == 248_450
-    assert count(tnpx.build_model("banp", preset="bnp-code")) == 331_906 + 32_768 == 364_674
-    # cambridge CNP (cnp.yml): z_encoder 2->128 then 5 hidden: 384 + 5 * 16,512 = 82,944;
-    # z_decoder 129->128: 16,640 + 4 * 16,512 + 128->2: 258 = 82,946.
-    assert count(tnpx.build_model("cnp", preset="te-code")) == 82_944 + 82_946 == 165_890
-
-
-def test_bnp_code_presets_set_the_code_choices():
-    for name in ("cnp", "np", "canp", "anp", "bnp", "banp"):
-        model = tnpx.build_model(name, preset="bnp-code")
-        assert (model.likelihood.transform, model.likelihood.min_std) == ("affine_softplus", 0.1)
-    np_, anp = (tnpx.build_model(n, preset="bnp-code") for n in ("np", "anp"))
-    for m in (np_, anp):  # --train_num_samples 4, --eval_num_samples 50, logmeanexp per point
-        assert (m.hyper.n_train_samples, m.hyper.n_samples) == (4, 50)
-        assert (m.hyper.objective, m.hyper.ll_estimate) == ("bnp-code", "marginal")
-    for name in ("bnp", "banp"):
-        m = tnpx.build_model(name, preset="bnp-code")
-        assert (m.hyper.n_train_bootstrap, m.hyper.n_bootstrap) == (4, 50)
-        assert (m.hyper.boot_adapter, m.hyper.bootstrap_loss, m.hyper.bootstrap_grad) == (
-            "concat", "sum", False,
-        )  # fmt: skip
-    canp = tnpx.build_model("canp", preset="bnp-code")
-    attn = canp.encoder[0].cross_attention
-    assert attn.to_q.bias is None and attn.to_out.bias is not None and attn.n_heads == 8
-    assert canp.encoder[1].relu_embed and not canp.encoder[0].self_attention[0].to_k.bias
-    assert anp.latent.relu_embed and len(anp.latent.blocks) == 1
-
-
-def test_the_bnp_attention_needs_heads_that_tile_the_model_width():
-    with pytest.raises(ValueError, match="n_heads \\* dim_head"):
-        tnpx.build_model("canp", preset="bnp-code", dim_head=8)
-
-
-def test_defaults_are_unchanged():
-    cnp = tnpx.build_model("cnp")
-    assert type(cnp.encoder).__name__ == "DeepSetEncoder" and not hasattr(cnp.encoder, "post")
-    assert (cnp.hyper.n_paths, cnp.hyper.n_post_hidden) == (1, None)
-    for name in ("canp", "anp", "banp"):
-        h = tnpx.build_model(name).hyper
-        assert (h.layer, h.keys, h.n_key_hidden, h.pooled_path) == ("block", "tokens", None, False)
-    assert type(tnpx.build_model("canp").encoder).__name__ == "AttentiveEncoder"
-    assert not tnpx.build_model("anp").latent.relu_embed
-    for name in ("np", "anp"):
-        assert tnpx.build_model(name).hyper.decoder_order == "r-z-x"
-    for name in ("bnp", "banp"):
-        h = tnpx.build_model(name).hyper
-        assert (h.boot_adapter, h.bootstrap_loss, h.bootstrap_grad, h.pair_keys) == (
-            "concat", "sum", False, "resampled",
-        )  # fmt: skip
-
-
-@pytest.mark.parametrize("name,preset", [(n, "bnp-code") for n in SIZES] + [("cnp", "te-code")])
-def test_presets_save_and_load(tmp_path, name, preset):
-    sizes = SIZES[name] if preset == "bnp-code" else {"dim_model": 8}
-    model = randomise(tnpx.build_model(name, 2, 2, preset=preset, **sizes)).float()
-    tnpx.save(model, tmp_path / "model.pt")
-    loaded = tnpx.load(tmp_path / "model.pt")
-    assert loaded.hyper == model.hyper
-    xc, yc, xt, mask = (t.float() if t.is_floating_point() else t for t in masked_task())
-    with torch.no_grad():
-        torch.manual_seed(0)
-        a = model(xc, yc, xt, mask_c=mask)
-        torch.manual_seed(0)
-        b = loaded(xc, yc, xt, mask_c=mask)
-    assert_close(a.mean, b.mean, atol=0, rtol=0)
-    assert_close(a.stddev, b.stddev, atol=0, rtol=0)
