@@ -1,7 +1,7 @@
 """validation.py: the messages of input validation at the model boundary, ``validate_inputs``
 itself, and the error types. The per-model cases (every bad input is a ``ValueError`` that names
 the argument and what was received, for every registered model) are in
-``tests/models/test_contract.py``."""
+``tests/models/test_contract_validation.py``."""
 
 from __future__ import annotations
 

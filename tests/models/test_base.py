@@ -1,7 +1,7 @@
 """models/base.py: streamed prediction in ``NeuralProcess`` (the context encoded once, targets
 decoded in chunks): which models encode once, chunk sizes, and ``decode_targets``' checks. That
 streaming equals the one-shot prediction for every registered model is part of the contract
-(``test_contract.py``)."""
+(``test_contract_streaming.py``)."""
 
 from __future__ import annotations
 
