@@ -14,6 +14,6 @@ BAD_YAML = {
 }
 
 
-def _write_bad_yaml(tmp_path):
+def write_bad_yaml(tmp_path):
     for name, (text, _) in BAD_YAML.items():
         (tmp_path / name).write_text(text)

@@ -9,7 +9,7 @@ import torch
 
 import tnpx
 from conftest import make_task, small_model, supports
-from safety_files import BAD_YAML, _write_bad_yaml
+from safety_files import BAD_YAML, write_bad_yaml
 from tnpx.config import ConfigError, load_config
 from tnpx.models.sizes import size_minima
 
@@ -144,7 +144,7 @@ def test_build_model_checks_sizes_too():
 
 @pytest.mark.parametrize("name", BAD_YAML)
 def test_yaml_errors_are_one_line_naming_the_file(tmp_path, name):
-    _write_bad_yaml(tmp_path)
+    write_bad_yaml(tmp_path)
     with pytest.raises(ConfigError) as err:
         load_config(tmp_path / name)
     msg = str(err.value)

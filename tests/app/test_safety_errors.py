@@ -13,7 +13,7 @@ import torch
 
 import tnpx
 from conftest import small_model
-from safety_files import _write_bad_yaml
+from safety_files import write_bad_yaml
 from tiny import write_tiny
 from tnpx.checkpoint import CheckpointError, experiment_from_record, read_checkpoint
 from tnpx.cli import main
@@ -77,7 +77,7 @@ def test_malformed_stored_experiment_is_a_checkpoint_error(tmp_path):
 
 def _bad_invocations(tmp_path) -> dict[str, list[str]]:
     """Each a way a user can get tnpx wrong, with the files it needs."""
-    _write_bad_yaml(tmp_path)
+    write_bad_yaml(tmp_path)
     cfg = str(write_tiny(tmp_path))
     run = f"train.out_dir={tmp_path / 'fresh'}"
     code, pickled, garbage = _code_and_garbage(tmp_path)
@@ -146,7 +146,7 @@ def test_every_bad_invocation_is_one_line_and_a_non_zero_exit(tmp_path, capsys):
 
 def test_debug_re_raises(tmp_path):
     with pytest.raises(ConfigError, match="holds a list"):
-        _write_bad_yaml(tmp_path)
+        write_bad_yaml(tmp_path)
         main(["--debug", "train", str(tmp_path / "list.yaml")])
     with pytest.raises(ConfigError, match="must be an integer >= 1"):
         main(["train", str(write_tiny(tmp_path)), "train.steps=0", "--debug"])
