@@ -24,6 +24,7 @@ linked from the README), from the runs behind the cells.
     python benchmarks/kr_tables.py --tables kr1 --models cnp tnp-d --kernels rbf
     python benchmarks/kr_tables.py --tables kr4 te2 te3 te4  # the real-data tables
     python benchmarks/kr_tables.py --tables kr4 te2 --figures  # and their completion figures
+    python benchmarks/kr_tables.py --tables kr1 --restore-runs # retrain runs/ behind the cells
 
 The tables live in ``paper_tables/``: ``table_spec`` (what a table is), ``kr_specs`` and
 ``te_specs`` (each paper's tables), ``specs`` (the registry), ``cells`` (running and caching
@@ -51,6 +52,7 @@ from benchmarks.paper_tables.cells import (  # noqa: F401 (re-exported for tests
     cell_path,
     load_cells,
     missing_data,
+    restore_run,
     run_cell,
 )
 from benchmarks.paper_tables.figures import draw_completions
@@ -108,6 +110,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         action="store_true",
         help="also draw each image column's completions by every row whose cell and run exist",
     )
+    parser.add_argument(
+        "--restore-runs",
+        action="store_true",
+        help="retrain the missing runs (model.pt) behind cached cells and compare their scores "
+        "with the cells, which are left as they are (e.g. KR-2's surrogates on a fresh machine)",
+    )
     parser.add_argument("overrides", nargs="*", help="config overrides for every cell")
     args = parser.parse_args(argv)
     known = {m for t in args.tables for m in TABLES[t].models}
@@ -161,6 +169,17 @@ def stale_cells(plans: dict, args: argparse.Namespace, out: Path, runs: Path) ->
     return reasons
 
 
+def restore_runs(plans: dict, out: Path) -> None:
+    """Retrain every planned cell's missing run; say how each compares with its cached cell."""
+    lines = [
+        line
+        for name, plan in plans.items()
+        for kernel, label, cfg in plan
+        if (line := restore_run(TABLES[name], kernel, cfg, out, label))
+    ]
+    print(f"restored {len(lines)} runs" if lines else "no run behind a cached cell is missing")
+
+
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     run = {
@@ -181,6 +200,9 @@ def main(argv: list[str] | None = None) -> None:
             f"{len(stale)} cached cells or runs do not belong to the current tables (each "
             "line names one); delete them or pass another --out / --runs:\n" + "\n".join(stale)
         )
+    if args.restore_runs:
+        restore_runs(plans, out)
+        return
     for name, plan in plans.items():
         spec = TABLES[name]
         skipped = []

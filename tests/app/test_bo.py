@@ -284,6 +284,35 @@ def test_benchmark_writes_the_table_and_resumes(tmp_path):
     assert len(json.loads(cell.read_text())["regret"][0]) == 5  # settings changed: re-run
 
 
+def test_a_cell_of_a_retrained_surrogate_is_re_run(tmp_path):
+    """A saved cell records its checkpoint's digest: when the checkpoint at that path is
+    another model (retrained), the cell is stale; a cell from before digests is kept."""
+    from tnpx.experiments.bo_benchmark import checkpoint_digest, load_benchmark, load_cells
+    from tnpx.experiments.bo_benchmark_run import run_benchmark
+
+    ckpt = tmp_path / "tiny.pt"
+    tnpx.save(tiny_tnp(), ckpt)
+    (tmp_path / "data-rbf.yaml").write_text(DATA)
+    cfg = tmp_path / "bench.yaml"
+    cfg.write_text(BENCH.replace("MODEL", str(ckpt)))
+    bench = load_benchmark(cfg, tmp_path / "out")
+    run_benchmark(bench, only_models=["tiny", "random"], progress=False)
+    cell, other = (tmp_path / "out" / "cells" / "rbf" / f"{n}.json" for n in ("tiny", "random"))
+    assert json.loads(cell.read_text())["checkpoint_sha256"] == checkpoint_digest(ckpt)
+    stamps = cell.stat().st_mtime_ns, other.stat().st_mtime_ns
+    torch.manual_seed(1)
+    retrained = tnpx.build_model("tnp", dim_model=16, n_layers=1, n_heads=2, dim_head=8, dim_ff=16)
+    tnpx.save(retrained, ckpt)
+    assert ("rbf", "tiny") not in load_cells(bench)
+    run_benchmark(bench, only_models=["tiny", "random"], progress=False)
+    assert cell.stat().st_mtime_ns != stamps[0] and other.stat().st_mtime_ns == stamps[1]
+    assert json.loads(cell.read_text())["checkpoint_sha256"] == checkpoint_digest(ckpt)
+    older = {k: v for k, v in json.loads(cell.read_text()).items() if k != "checkpoint_sha256"}
+    cell.write_text(json.dumps(older))  # saved before cells recorded digests: cannot tell
+    tnpx.save(tiny_tnp(), ckpt)
+    assert ("rbf", "tiny") in load_cells(bench)
+
+
 def test_benchmark_config_errors_name_the_valid_keys(tmp_path):
     from tnpx.experiments.bo_benchmark import load_benchmark
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -71,6 +72,26 @@ def test_one_tiny_real_cell_end_to_end(tmp_path, capsys):
     assert "(cached)" in capsys.readouterr().out
     with pytest.raises(SystemExit, match="other settings"):
         kt.main([*argv[:7], "4", *argv[8:]])  # --steps 4 would mix two protocols
+
+
+@pytest.mark.slow
+def test_restore_runs_retrains_a_missing_run_behind_a_cached_cell(tmp_path, capsys):
+    """A fresh machine has the committed cells but not runs/: --restore-runs retrains the
+    model (seeded, so here it scores exactly as the cached cell) and leaves the cell alone."""
+    out, runs = tmp_path / "results", tmp_path / "runs"
+    argv = ["--tables", "kr1", "--models", "cnp", "--kernels", "rbf", "--steps", "3"]
+    argv += ["--eval-batches", "2", "--out", str(out), "--runs", str(runs)]
+    kt.main(argv)
+    cell_file = kt.cell_path(out, "kr1", "rbf", "cnp")
+    cached, model = cell_file.read_text(), runs / "kr1-rbf" / "cnp" / "model.pt"
+    shutil.rmtree(model.parent)
+    capsys.readouterr()
+    kt.main([*argv, "--restore-runs"])
+    printed = capsys.readouterr().out
+    assert model.exists() and cell_file.read_text() == cached
+    assert "(difference +0.0000, 0.00 s.e.)" in printed and "restored 1 runs" in printed
+    kt.main([*argv, "--restore-runs"])  # nothing left to restore
+    assert "no run behind a cached cell is missing" in capsys.readouterr().out
 
 
 # --- the real-data tables (KR-4, TE-2, TE-3) and the generic engine ------------------------

@@ -15,6 +15,7 @@ This module is what a benchmark is: its config (:func:`load_benchmark`), its row
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -100,11 +101,26 @@ def cell_path(bench: BOBenchmark, kernel: str, label: str) -> Path:
     return bench.out_dir / "cells" / kernel / f"{label}.json"
 
 
+def checkpoint_digest(path: Path) -> str:
+    """SHA-256 of a surrogate's checkpoint file: what a saved cell was computed from."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
 def load_cells(bench: BOBenchmark) -> dict[tuple[str, str], dict]:
-    """Saved cells whose settings match the config's (others are stale and re-run)."""
-    cells = {}
+    """Saved cells whose settings match the config's and whose surrogate is the checkpoint
+    there now (others are stale and re-run). A cell saved before cells recorded their
+    checkpoint's digest, or whose checkpoint is not on this machine, cannot be checked and is
+    kept."""
+    cells, digests = {}, {}
     for path in sorted((bench.out_dir / "cells").glob("*/*.json")):
         cell = json.loads(path.read_text())
-        if cell["settings"] == asdict(bench.settings):
-            cells[(cell["kernel"], cell["label"])] = cell
+        if cell["settings"] != asdict(bench.settings):
+            continue
+        recorded, checkpoint = cell.get("checkpoint_sha256"), cell.get("checkpoint")
+        if recorded and checkpoint and Path(checkpoint).exists():
+            if checkpoint not in digests:
+                digests[checkpoint] = checkpoint_digest(checkpoint)
+            if digests[checkpoint] != recorded:
+                continue  # the surrogate was retrained since: this cell is not its result
+        cells[(cell["kernel"], cell["label"])] = cell
     return cells

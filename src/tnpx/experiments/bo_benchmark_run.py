@@ -14,7 +14,14 @@ from ..bo.loop import BOTask, FittedGP, NeuralSurrogate, OracleGP, RandomSearch,
 from ..config import load_config
 from ..data import batch_at, build_sampler
 from ..kernels import KERNELS
-from .bo_benchmark import BOBenchmark, cell_path, checkpoint_path, labels, load_cells
+from .bo_benchmark import (
+    BOBenchmark,
+    cell_path,
+    checkpoint_digest,
+    checkpoint_path,
+    labels,
+    load_cells,
+)
 from .bo_benchmark_report import write_report
 from .provenance import command_line, git_commit, hardware
 
@@ -55,6 +62,8 @@ def run_cell(bench: BOBenchmark, kernel: str, label: str, progress: bool = True)
     from tqdm import tqdm
 
     s = bench.settings
+    checkpoint = checkpoint_path(bench, label, kernel) if label in bench.models else None
+    digest = None if checkpoint is None else checkpoint_digest(checkpoint)  # before it loads
     surrogate = surrogate_for(bench, label, kernel)
     tasks = bo_tasks(bench, kernel)
     runs = [(i, seed) for i in range(s.n_tasks) for seed in range(s.n_seeds)]
@@ -78,7 +87,8 @@ def run_cell(bench: BOBenchmark, kernel: str, label: str, progress: bool = True)
     cell = {
         "kernel": kernel,
         "label": label,
-        "checkpoint": str(checkpoint_path(bench, label, kernel)) if label in bench.models else None,
+        "checkpoint": None if checkpoint is None else str(checkpoint),
+        "checkpoint_sha256": digest,
         "settings": asdict(s),
         "regret": regrets,
         "seconds_per_iteration": sum(seconds) / max(len(seconds), 1),
