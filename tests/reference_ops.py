@@ -141,6 +141,28 @@ def masked_task(dim_x: int = 2, dim_y: int = 2, seed: int = 2):
     return xc, yc, xt, mask
 
 
+def assert_reloads_identically(model, path, dim_x: int = 2, dim_y: int = 2):
+    """``tnpx.save`` then ``tnpx.load``: the same hyper-parameters and, on :func:`masked_task`
+    in float32, bitwise the same prediction (latent models with the same seed). Returns the
+    loaded model."""
+    import tnpx
+
+    tnpx.save(model, path)
+    loaded = tnpx.load(path)
+    assert loaded.hyper == model.hyper
+    task = masked_task(dim_x, dim_y)
+    xc, yc, xt, mask = (t.float() if t.is_floating_point() else t for t in task)
+    with torch.no_grad():
+        torch.manual_seed(0)
+        a = model(xc, yc, xt, mask_c=mask)
+        torch.manual_seed(0)
+        b = loaded(xc, yc, xt, mask_c=mask)
+    assert torch.equal(a.mean, b.mean)
+    spread = "covariance_matrix" if hasattr(a, "covariance_matrix") else "stddev"
+    assert torch.equal(getattr(a, spread), getattr(b, spread))
+    return loaded
+
+
 Reference = Callable[..., tuple[torch.Tensor, torch.Tensor]]
 
 

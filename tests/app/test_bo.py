@@ -257,16 +257,24 @@ paper:
 DATA = "data: {name: gp, kernels: [rbf], n_random: 10, n_grid: 10, min_ctx: 1, max_ctx: 5}\n"
 
 
-def test_benchmark_writes_the_table_and_resumes(tmp_path):
+def tiny_benchmark(tmp_path):
+    """A two-task benchmark of ``tiny_tnp`` saved at ``tmp_path / "tiny.pt"``: (the loaded
+    benchmark, the checkpoint's path, the config's path)."""
     from tnpx.experiments.bo_benchmark import load_benchmark
-    from tnpx.experiments.bo_benchmark_run import run_benchmark
 
     ckpt = tmp_path / "tiny.pt"
     tnpx.save(tiny_tnp(), ckpt)
     (tmp_path / "data-rbf.yaml").write_text(DATA)
     cfg = tmp_path / "bench.yaml"
     cfg.write_text(BENCH.replace("MODEL", str(ckpt)))
-    bench = load_benchmark(cfg, tmp_path / "out")
+    return load_benchmark(cfg, tmp_path / "out"), ckpt, cfg
+
+
+def test_benchmark_writes_the_table_and_resumes(tmp_path):
+    from tnpx.experiments.bo_benchmark import load_benchmark
+    from tnpx.experiments.bo_benchmark_run import run_benchmark
+
+    bench, ckpt, cfg = tiny_benchmark(tmp_path)
     cells = run_benchmark(bench, progress=False)
     assert set(cells) == {("rbf", "tiny"), ("rbf", "gp-oracle"), ("rbf", "random")}
     assert len(cells[("rbf", "tiny")]["regret"]) == 4  # 2 tasks x 2 seeds
@@ -287,15 +295,10 @@ def test_benchmark_writes_the_table_and_resumes(tmp_path):
 def test_a_cell_of_a_retrained_surrogate_is_re_run(tmp_path):
     """A saved cell records its checkpoint's digest: when the checkpoint at that path is
     another model (retrained), the cell is stale; a cell from before digests is kept."""
-    from tnpx.experiments.bo_benchmark import checkpoint_digest, load_benchmark, load_cells
+    from tnpx.experiments.bo_benchmark import checkpoint_digest, load_cells
     from tnpx.experiments.bo_benchmark_run import run_benchmark
 
-    ckpt = tmp_path / "tiny.pt"
-    tnpx.save(tiny_tnp(), ckpt)
-    (tmp_path / "data-rbf.yaml").write_text(DATA)
-    cfg = tmp_path / "bench.yaml"
-    cfg.write_text(BENCH.replace("MODEL", str(ckpt)))
-    bench = load_benchmark(cfg, tmp_path / "out")
+    bench, ckpt, cfg = tiny_benchmark(tmp_path)
     run_benchmark(bench, only_models=["tiny", "random"], progress=False)
     cell, other = (tmp_path / "out" / "cells" / "rbf" / f"{n}.json" for n in ("tiny", "random"))
     assert json.loads(cell.read_text())["checkpoint_sha256"] == checkpoint_digest(ckpt)

@@ -6,13 +6,11 @@ re-derived in ``test_fidelity_bnp.py``."""
 from __future__ import annotations
 
 import pytest
-import torch
-from torch.testing import assert_close
 
 import tnpx
 from bnp_reference import SIZES
+from reference_ops import assert_reloads_identically, randomise
 from reference_ops import count_parameters as count
-from reference_ops import masked_task, randomise
 
 # --- sizes, presets, defaults, checkpoints ----------------------------------------------------
 
@@ -94,14 +92,4 @@ def test_defaults_are_unchanged():
 def test_presets_save_and_load(tmp_path, name, preset):
     sizes = SIZES[name] if preset == "bnp-code" else {"dim_model": 8}
     model = randomise(tnpx.build_model(name, 2, 2, preset=preset, **sizes)).float()
-    tnpx.save(model, tmp_path / "model.pt")
-    loaded = tnpx.load(tmp_path / "model.pt")
-    assert loaded.hyper == model.hyper
-    xc, yc, xt, mask = (t.float() if t.is_floating_point() else t for t in masked_task())
-    with torch.no_grad():
-        torch.manual_seed(0)
-        a = model(xc, yc, xt, mask_c=mask)
-        torch.manual_seed(0)
-        b = loaded(xc, yc, xt, mask_c=mask)
-    assert_close(a.mean, b.mean, atol=0, rtol=0)
-    assert_close(a.stddev, b.stddev, atol=0, rtol=0)
+    assert_reloads_identically(model, tmp_path / "model.pt")

@@ -30,6 +30,7 @@ from torch.testing import assert_close
 import tnpx
 from reference_ops import (
     TOL,
+    assert_reloads_identically,
     linear,
     masked_task,
     mlp,
@@ -281,14 +282,7 @@ def test_fixed_grids_are_not_translation_equivariant():
 @pytest.mark.parametrize("preset", list(REFERENCES))
 def test_presets_save_and_load(tmp_path, preset):
     model = tiny(preset).float()
-    tnpx.save(model, tmp_path / "model.pt")
-    loaded = tnpx.load(tmp_path / "model.pt")
-    assert loaded.hyper == model.hyper
-    xc, yc, xt, mask = (t.float() if t.is_floating_point() else t for t in masked_task(1, 2))
-    with torch.no_grad():
-        a, b = model(xc, yc, xt, mask_c=mask), loaded(xc, yc, xt, mask_c=mask)
-    assert_close(a.mean, b.mean, atol=0, rtol=0)
-    assert_close(a.stddev, b.stddev, atol=0, rtol=0)
+    loaded = assert_reloads_identically(model, tmp_path / "model.pt", 1, 2)
     assert all(torch.equal(v, loaded.state_dict()[k]) for k, v in model.state_dict().items())
 
 

@@ -24,6 +24,7 @@ import tnpx
 from reference_ops import (
     FLAX_EPS,
     TOL,
+    assert_reloads_identically,
     head_columns,
     linear,
     masked_task,
@@ -277,14 +278,7 @@ def test_defaults_are_unchanged():
 @pytest.mark.parametrize("name", list(CASES))
 def test_kr_code_models_save_and_load(tmp_path, name):
     model = tiny_kr_code(name, 0.05).float()
-    tnpx.save(model, tmp_path / "model.pt")
-    loaded = tnpx.load(tmp_path / "model.pt")
-    assert loaded.hyper == model.hyper
-    xc, yc, xt, mask = (t.float() if t.is_floating_point() else t for t in masked_task())
-    with torch.no_grad():
-        a, b = model(xc, yc, xt, mask_c=mask), loaded(xc, yc, xt, mask_c=mask)
-    assert_close(a.mean, b.mean, atol=0, rtol=0)
-    assert_close(a.stddev, b.stddev, atol=0, rtol=0)
+    assert_reloads_identically(model, tmp_path / "model.pt")
 
 
 # --- NP: the same function given the latent draw ----------------------------------------------

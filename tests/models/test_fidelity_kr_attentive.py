@@ -24,6 +24,7 @@ from torch.testing import assert_close
 import tnpx
 from reference_ops import (
     TOL,
+    assert_reloads_identically,
     fix_bootstrap,
     fix_latent_draw,
     linear,
@@ -304,17 +305,7 @@ def test_kr_code_presets_set_the_code_choices():
 @pytest.mark.parametrize("name", list(SIZES))
 def test_kr_code_models_save_and_load(tmp_path, name):
     model = tiny(name, 0.05).float()
-    tnpx.save(model, tmp_path / "model.pt")
-    loaded = tnpx.load(tmp_path / "model.pt")
-    assert loaded.hyper == model.hyper
-    xc, yc, xt, mask = (t.float() if t.is_floating_point() else t for t in masked_task())
-    with torch.no_grad():
-        torch.manual_seed(0)
-        a = model(xc, yc, xt, mask_c=mask)
-        torch.manual_seed(0)
-        b = loaded(xc, yc, xt, mask_c=mask)
-    assert_close(a.mean, b.mean, atol=0, rtol=0)
-    assert_close(a.stddev, b.stddev, atol=0, rtol=0)
+    assert_reloads_identically(model, tmp_path / "model.pt")
 
 
 def test_options_that_need_x_keys_are_checked():
