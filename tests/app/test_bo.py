@@ -298,7 +298,7 @@ def test_a_cell_of_a_retrained_surrogate_is_re_run(tmp_path):
     from tnpx.experiments.bo_benchmark import checkpoint_digest, load_cells
     from tnpx.experiments.bo_benchmark_run import run_benchmark
 
-    bench, ckpt, cfg = tiny_benchmark(tmp_path)
+    bench, ckpt, _ = tiny_benchmark(tmp_path)
     run_benchmark(bench, only_models=["tiny", "random"], progress=False)
     cell, other = (tmp_path / "out" / "cells" / "rbf" / f"{n}.json" for n in ("tiny", "random"))
     assert json.loads(cell.read_text())["checkpoint_sha256"] == checkpoint_digest(ckpt)
