@@ -12,7 +12,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "tnpx"
 TOOLING = "tnpx.experiments"
 # The command-line entry modules: they reach the tooling through imports inside functions.
-ENTRY_MODULES = {"cli.py", "cli_tools.py", "cli_predict.py", "bo/cli.py"}
+ENTRY_MODULES = {"cli.py", "cli_tools.py", "cli_predict.py", "cli_bo.py"}
 
 
 def module_name(path: Path, root: Path = PACKAGE) -> str:

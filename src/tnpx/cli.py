@@ -2,7 +2,7 @@
 
 Builds the parser and runs train, runs, eval, plot and models; the other subcommands
 live beside it: ``predict`` in :mod:`tnpx.cli_predict`, ``data``, ``bench`` and ``demo`` in
-:mod:`tnpx.cli_tools`, ``bo`` in :mod:`tnpx.bo.cli`. ``demo``, ``bench`` and ``bo run`` run
+:mod:`tnpx.cli_tools`, ``bo`` in :mod:`tnpx.cli_bo`. ``demo``, ``bench`` and ``bo run`` run
 experiment tooling (:mod:`tnpx.experiments`), imported inside the functions that need it.
 """
 
@@ -257,7 +257,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_predict(sub)
     add_bench(sub)
     add_data(sub)
-    from .bo.cli import add_bo_parser
+    from .cli_bo import add_bo_parser
 
     add_bo_parser(sub)
     _add_debug_flag(parser)

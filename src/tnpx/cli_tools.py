@@ -124,7 +124,8 @@ def add_bench(sub) -> None:
 
 
 def _demo(args) -> int:
-    from .experiments.demo import DemoSettings, run_demo
+    from .experiments.demo import run_demo
+    from .experiments.demo_settings import DemoSettings
 
     settings = DemoSettings(
         config=args.config,

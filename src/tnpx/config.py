@@ -184,6 +184,7 @@ def _check_registered(key: str, name: object, known: list[str], what: str) -> No
 def _check_counts(cfg: ExperimentConfig) -> None:
     """The counts the model and data sections hold besides the model's and sampler's own
     options: the batch size, the dimensions, and the model's sizes (:mod:`tnpx.models.sizes`)."""
+    from .models import REGISTRY
     from .models.sizes import size_problem
 
     counts = {"data.batch_size": cfg.data.get("batch_size", 1)}
@@ -191,7 +192,7 @@ def _check_counts(cfg: ExperimentConfig) -> None:
     for key, value in counts.items():
         if value < 1:
             raise ConfigError(f"{key} = {value!r}: must be an integer >= 1")
-    problem = size_problem(cfg.model["name"], cfg.model_options())
+    problem = size_problem(REGISTRY[cfg.model["name"]].Hyper, cfg.model_options())
     if problem:
         raise ConfigError(problem)
 

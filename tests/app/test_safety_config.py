@@ -110,12 +110,17 @@ def test_model_size_ranges(name):
     expected = {
         k: 0 if k in MIN_ZERO or (k == "n_layers" and name in ZERO_LAYERS) else 1 for k in ints
     }
-    assert size_minima(name) == expected
+    assert size_minima(tnpx.models.REGISTRY[name].Hyper) == expected
 
 
 @pytest.mark.parametrize(
     "name, key",
-    [(n, k) for n in tnpx.list_models() for k, low in size_minima(n).items() if low == 0],
+    [
+        (n, k)
+        for n in tnpx.list_models()
+        for k, low in size_minima(tnpx.models.REGISTRY[n].Hyper).items()
+        if low == 0
+    ],
 )
 def test_zero_where_allowed_builds_a_working_model(name, key):
     dims = next(d for d in [(1, 1), (1, 2), (2, 1)] if supports(name, *d))

@@ -18,15 +18,9 @@ import torch
 from tnpx.cli import build_parser
 from tnpx.config import load_config
 from tnpx.evaluate import build_test_sampler
-from tnpx.experiments.demo import (
-    CNP_OVERRIDES,
-    CNP_STEPS,
-    DEFAULT_OUT,
-    DemoSettings,
-    demo_config,
-    gp_mean_share,
-)
+from tnpx.experiments.demo import CNP_OVERRIDES, CNP_STEPS, demo_config, gp_mean_share
 from tnpx.experiments.demo_report import REFERENCE_MODEL, follows_context
+from tnpx.experiments.demo_settings import DEFAULT_OUT, DemoSettings
 from tnpx.models import build_model
 from tnpx.train import fit
 

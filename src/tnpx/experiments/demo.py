@@ -17,7 +17,6 @@ import json
 import os
 import time
 import warnings
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
@@ -30,9 +29,9 @@ from ..models import NeuralProcess, build_model
 from ..plot import plot_1d_tasks, plot_validation_curves
 from ..train import fit
 from .demo_report import REFERENCE_MODEL, Scored, TrainedModel, report, results_table
-from .demo_zero_shot import ZERO_SHOT_MODEL, zero_shot
+from .demo_settings import DemoSettings
+from .demo_zero_shot import zero_shot
 
-DEFAULT_OUT = "runs/demo"
 # Why CNP trains longer than TNP (measured on this data, batch 16, AdamW with 100 warm-up
 # steps and cosine decay): at lr 1e-3 it predicts the prior's flat line (shifted to the
 # context's mean) for its first ~1,100 steps; 3e-4 leaves that line later (~1,500), 3e-3
@@ -55,23 +54,6 @@ QUICK_OVERRIDES = [
     "train.val_batches=1",
     "eval.n_batches=2",
 ]
-
-
-@dataclass
-class DemoSettings:
-    """What ``tnpx demo`` runs: the data ``config``, the output folder ``out`` (training runs
-    under ``runs``, default ``out/train``), ``overrides`` for both models, ``quick``."""
-
-    config: str = "configs/kr1-rbf-tnpx-budget.yaml"
-    out: Path = Path(DEFAULT_OUT)
-    runs: Path | None = None
-    overrides: list[str] = field(default_factory=list)
-    quick: bool = False
-    pretrained: str = ZERO_SHOT_MODEL
-
-    @property
-    def runs_dir(self) -> Path:
-        return Path(self.runs) if self.runs is not None else Path(self.out) / "train"
 
 
 def heading(number: int, text: str) -> None:

@@ -13,7 +13,7 @@ from ..models import NeuralProcess
 from .provenance import command_line, git_commit, hardware
 
 if TYPE_CHECKING:
-    from .demo import DemoSettings
+    from .demo_settings import DemoSettings
     from .demo_zero_shot import ZeroShot
 
 # KR Table 3, RBF, NLL per target (100,000 batches of 32, the paper's sizes); the paper's
@@ -29,7 +29,7 @@ FOLLOWS_MARGIN = 0.1
 @dataclass
 class Scored:
     """A model's test metrics and how much of the exact GP's posterior mean it reproduces
-    (:func:`tnpx.experiments.demo.gp_mean_share`)."""
+    (the demo's ``gp_mean_share``)."""
 
     metrics: Metrics
     gp_mean_share: float

@@ -26,6 +26,7 @@ from torch.distributions import Distribution, Normal
 from ..batch import Batch
 from ..likelihoods import HeadHyper, likelihood_head  # noqa: F401 (the models' head options)
 from ..validation import validate_inputs
+from .sizes import size_problem
 
 REGISTRY: dict[str, type[NeuralProcess]] = {}
 PRESETS: dict[str, dict[str, dict]] = {}  # model name -> preset name -> hyper-parameters
@@ -334,9 +335,7 @@ def build_model(
     unknown = sorted(set(overrides) - set(valid))
     if unknown:
         raise ValueError(f"model {name!r} does not take {unknown}; it takes: {', '.join(valid)}")
-    from .sizes import size_problem  # sizes reads the registry
-
-    problem = size_problem(name, overrides, where=name)
+    problem = size_problem(cls.Hyper, overrides, where=name)
     if problem:
         raise ValueError(problem)
     return cls(int(dim_x), int(dim_y), cls.Hyper(**overrides))

@@ -34,14 +34,11 @@ def _takes_int(hint) -> bool:
     return hint is int or int in typing.get_args(hint)
 
 
-def size_minimum(model: str, key: str) -> int | None:
-    """The least value integer option ``key`` of registered ``model`` may take (None: not a
-    size or count, e.g. ``feature_seed``, or not an integer option). A ``Hyper`` dataclass
-    names its own extra zero-allowed counts in a class attribute ``zero_allowed`` (CANP:
+def size_minimum(hyper: type, key: str) -> int | None:
+    """The least value integer option ``key`` of a model's ``Hyper`` dataclass may take (None:
+    not a size or count, e.g. ``feature_seed``, or not an integer option). A ``Hyper`` names
+    its own extra zero-allowed counts in a class attribute ``zero_allowed`` (CANP:
     ``n_layers``, no self-attention blocks, the cross-attention remains)."""
-    from .base import REGISTRY
-
-    hyper = REGISTRY[model].Hyper
     hint = typing.get_type_hints(hyper).get(key)
     if hint is None or not _takes_int(hint):
         return None
@@ -52,19 +49,17 @@ def size_minimum(model: str, key: str) -> int | None:
     return None
 
 
-def size_minima(model: str) -> dict[str, int]:
-    """``{option: least value}`` for every size or count ``model`` takes."""
-    from .base import REGISTRY
-
-    names = [f.name for f in dataclasses.fields(REGISTRY[model].Hyper)]
-    minima = {k: size_minimum(model, k) for k in names}
+def size_minima(hyper: type) -> dict[str, int]:
+    """``{option: least value}`` for every size or count a model's ``Hyper`` takes."""
+    minima = {f.name: size_minimum(hyper, f.name) for f in dataclasses.fields(hyper)}
     return {k: low for k, low in minima.items() if low is not None}
 
 
-def size_problem(model: str, options: dict, where: str = "model") -> str | None:
-    """A message for the first option of ``options`` below its least value, else None.
-    Values of the wrong type are left to the type check; None is "default" where allowed."""
-    minima = size_minima(model)
+def size_problem(hyper: type, options: dict, where: str = "model") -> str | None:
+    """A message for the first option of ``options`` below its least value in ``hyper`` (a
+    model's ``Hyper`` dataclass), else None. Values of the wrong type are left to the type
+    check; None is "default" where allowed."""
+    minima = size_minima(hyper)
     for key, value in options.items():
         if key not in minima or value is None or not isinstance(value, int):
             continue

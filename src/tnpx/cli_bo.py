@@ -51,8 +51,8 @@ def add_bo_parser(sub) -> None:
 
 
 def _run(args) -> int:
-    from ..experiments.bo_benchmark import load_benchmark
-    from ..experiments.bo_benchmark_run import run_benchmark
+    from .experiments.bo_benchmark import load_benchmark
+    from .experiments.bo_benchmark_run import run_benchmark
 
     bench = load_benchmark(args.config, args.out)
     run_benchmark(bench, args.models, args.kernels, progress=not args.no_progress)
@@ -63,8 +63,8 @@ def _run(args) -> int:
 def _suggest(args) -> int:
     import torch
 
-    from ..tables import numeric_rows, read_table
-    from .suggestion import suggest
+    from .bo.suggestion import suggest
+    from .tables import numeric_rows, read_table
 
     table = read_table(args.observations, "observations")
     columns = list(table.frame.columns)
