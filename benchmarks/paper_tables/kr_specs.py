@@ -67,7 +67,8 @@ KR_TABLES: dict[str, TableSpec] = {
         "targets are the noiseless function at all 150",
         columns={k: KERNEL_LABELS[k] for k in KR1_KERNELS},
         rows=kr_rows(
-            "np cnp bnp anp canp banp convcnp tnp-d tnp-kr-fast tnp-kr-full gp-oracle".split()
+            "np cnp bnp anp canp banp convcnp tnp-d tnp-kr-fast tnp-kr-full".split()
+            + [ORACLE, REFERENCE]
         ),
         paper=by_column(
             KR1_KERNELS,
@@ -94,7 +95,9 @@ KR_TABLES: dict[str, TableSpec] = {
         what="2D RBF GP tasks on [−2, 2]²; 128 random locations + a 16×16 grid, 12–127 of the "
         "random ones are context (noise 0.1), targets are the noiseless function at all 384",
         columns={"rbf": KERNEL_LABELS["rbf"]},
-        rows=kr_rows(("np", "cnp", "anp", "canp", "tnp-d", "tnp-kr-fast", "tnp-kr-full", ORACLE)),
+        rows=kr_rows(
+            ("np", "cnp", "anp", "canp", "tnp-d", "tnp-kr-fast", "tnp-kr-full", ORACLE, REFERENCE)
+        ),
         paper=by_column(
             ("rbf",),
             {

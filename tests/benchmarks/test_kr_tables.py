@@ -67,7 +67,7 @@ def test_one_tiny_real_cell_end_to_end(tmp_path, capsys):
     assert (runs / "kr1-rbf" / "cnp" / "model.pt").exists()
     text = (out / "kr1" / "README.md").read_text()
     assert f"{cell.nll:.3f} ± {cell.nll_se:.3f} (0.238)" in nll_rows(text)["cnp"]
-    assert "**Not run yet** (32 of 33 cells" in text
+    assert "**Not run yet** (35 of 36 cells" in text
     kt.main(argv)  # cached: nothing retrained or rescored
     assert "(cached)" in capsys.readouterr().out
     with pytest.raises(SystemExit, match="other settings"):

@@ -156,7 +156,8 @@ def test_kr_budget_rows_build_the_kr_code_preset_with_only_the_transformer_depth
 
 def test_each_kr_readme_says_which_preset_each_row_used(tmp_path):
     kr1 = kt.report(kt.TABLES["kr1"], {}, RUN)
-    assert "**Presets**: `kr-code`: np, cnp, bnp, anp, canp, banp, convcnp, gp-oracle; " in kr1
+    presets = "`kr-code`: np, cnp, bnp, anp, canp, banp, convcnp, gp-oracle, context-moments; "
+    assert f"**Presets**: {presets}" in kr1
     assert "`kr-code` with n_layers=3: tnp-d, tnp-kr-fast, tnp-kr-full (" in kr1
     assert "120–140k" not in kr1
     kr4 = kt.report(kt.TABLES["kr4"], {}, RUN)
