@@ -135,6 +135,8 @@ def test_the_ablation_refuses_a_cell_without_settings_before_training(out, no_tr
 def test_the_ablation_reuses_its_own_cells_and_refuses_them_after_a_change(out, monkeypatch):
     (out / "te_ablation" / "cells" / "te1-te-pt-tnp-uniform.json").unlink()
     configs = ta.variant_configs(exact=False)
+    for stem, cfg in configs.values():  # runs of this machine's runs/ must not matter
+        cfg.train.out_dir = str(out / "runs" / stem)
     monkeypatch.setattr(tnpx.evaluate, "evaluate", lambda *a, **k: fake_metrics())
     monkeypatch.setattr(tnpx.evaluate, "build_test_sampler", lambda *a, **k: None)
     folder = out / "te_ablation"
