@@ -72,6 +72,7 @@ from benchmarks.paper_tables.specs import (  # noqa: F401
 from benchmarks.paper_tables.staleness import (  # noqa: F401 (re-exported for tests)
     model_stale_reason,
     preset_options,
+    run_stale_reason,
     settings,
     stale_reason,
 )

@@ -6,6 +6,7 @@ rather than mix them into a table."""
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 from pathlib import Path
 
 from omegaconf import OmegaConf
@@ -13,7 +14,7 @@ from omegaconf import OmegaConf
 from benchmarks.paper_tables.specs import ORACLE, is_trained
 from tnpx.checkpoint import read_checkpoint
 from tnpx.config import ExperimentConfig, config_to_yaml, load_config
-from tnpx.models.base import PRESETS
+from tnpx.models.base import PRESETS, REGISTRY, options_taken
 from tnpx.train_state import run_files
 
 # Config keys that do not change a cell's numbers (so a cached cell stays valid without them).
@@ -94,14 +95,21 @@ def settings(cfg: ExperimentConfig) -> dict:
     return values
 
 
+def resolved_hyper(cfg: ExperimentConfig) -> dict:
+    """The hyper-parameters the model of ``cfg`` is built with (its preset's, then the
+    config's own), as its ``Hyper`` resolves them: a preset's ``dim_head: None`` reads as the
+    number a checkpoint records (``dim_model // n_heads``)."""
+    name = cfg.model["name"]
+    options = dict(PRESETS.get(name, {}).get(cfg.model.get("preset"), {}))
+    options.update({k: v for k, v in cfg.model_options().items() if k != "preset"})
+    return as_json_values(asdict(REGISTRY[name].Hyper(**options_taken(name, options))))
+
+
 def recorded_model_mismatch(cfg: ExperimentConfig) -> list[str]:
     """The model options of ``cfg`` (its preset's, then the config's own) that a model saved
     in its run directory (``model.pt``, ``checkpoints/last.pt``) records with another value:
     a run's ``config.yaml`` names a preset, the checkpoint holds what the preset was then."""
-    want = {
-        **preset_options(cfg.model),
-        **as_json_values({k: v for k, v in cfg.model_options().items() if k != "preset"}),
-    }
+    want = resolved_hyper(cfg)
     mismatched = []
     for path in run_files(Path(cfg.train.out_dir)):
         if not path.exists():

@@ -217,3 +217,22 @@ def test_a_changed_preset_makes_its_cells_and_runs_stale(tmp_path, monkeypatch):
     path.unlink()
     reason = kt.stale_reason(cfg, path)
     assert "holds a model built with other options" in reason and "dim_model = 128" in reason
+
+
+def test_a_run_of_a_preset_that_leaves_a_size_to_the_model_is_not_refused(tmp_path):
+    """kr-code tnp-d's preset leaves ``dim_head`` to the model (``None``: dim_model // n_heads);
+    its checkpoint records the resolved number, which is the same model, not another one."""
+    spec = kt.TABLES["kr1"]
+    cfg = kt.cell_config(spec, "rbf", "tnp-d", False, tmp_path / "runs", [])
+    assert cfg.model.get("preset") == "kr-code"
+    assert (
+        "dim_head" in PRESETS["tnp-d"]["kr-code"]
+        and PRESETS["tnp-d"]["kr-code"]["dim_head"] is None
+    )
+    run = Path(cfg.train.out_dir)
+    run.mkdir(parents=True)
+    model = build_model("tnp-d", 1, 1, **cfg.model_options())
+    save(model, run / "model.pt")
+    assert kt.run_stale_reason(cfg) is None
+    save(build_model("tnp-d", 1, 1, **{**cfg.model_options(), "dim_head": 8}), run / "model.pt")
+    assert "dim_head = 8" in kt.run_stale_reason(cfg)
