@@ -14,7 +14,7 @@ from omegaconf import OmegaConf
 from benchmarks.paper_tables.specs import ORACLE, is_trained
 from tnpx.checkpoint import read_checkpoint
 from tnpx.config import ExperimentConfig, config_to_yaml, load_config
-from tnpx.models.base import PRESETS, REGISTRY, options_taken
+from tnpx.models.base import PRESETS, resolve_hyper
 from tnpx.train_state import run_files
 
 # Config keys that do not change a cell's numbers (so a cached cell stays valid without them).
@@ -99,10 +99,7 @@ def resolved_hyper(cfg: ExperimentConfig) -> dict:
     """The hyper-parameters the model of ``cfg`` is built with (its preset's, then the
     config's own), as its ``Hyper`` resolves them: a preset's ``dim_head: None`` reads as the
     number a checkpoint records (``dim_model // n_heads``)."""
-    name = cfg.model["name"]
-    options = dict(PRESETS.get(name, {}).get(cfg.model.get("preset"), {}))
-    options.update({k: v for k, v in cfg.model_options().items() if k != "preset"})
-    return as_json_values(asdict(REGISTRY[name].Hyper(**options_taken(name, options))))
+    return as_json_values(asdict(resolve_hyper(cfg.model["name"], **cfg.model_options())))
 
 
 def recorded_model_mismatch(cfg: ExperimentConfig) -> list[str]:

@@ -307,20 +307,11 @@ def options_taken(name: str, options: dict) -> dict:
     return {k: v for k, v in options.items() if k in valid}
 
 
-def build_model(
-    name: str, dim_x: int = 1, dim_y: int = 1, preset: str | None = None, **overrides
-) -> NeuralProcess:
-    """Build the registered model ``name`` for ``dim_x`` inputs and ``dim_y`` outputs.
-
-    ``preset`` names a set of hyper-parameters registered for the model (``PRESETS``, e.g.
-    ``te-pt-tnp``'s ``no-input-adjustment`` ablation); ``overrides`` set hyper-parameters
-    (``dim_model``, ``n_layers``, ...) on top. A name the model does not take is a
-    ``ValueError`` listing the ones it does.
-
-    Example:
-        >>> import tnpx
-        >>> model = tnpx.build_model("tnp", dim_x=1, dim_y=1, dim_model=64)
-    """
+def resolve_hyper(name: str, preset: str | None = None, **overrides):
+    """The ``Hyper`` that ``build_model(name, preset=preset, **overrides)`` builds with: the
+    preset's options, then ``overrides`` on top, resolved by the class (e.g. ``dim_head=None``
+    becomes ``dim_model // n_heads``). A name, preset or option the model does not take is a
+    ``ValueError`` saying which ones it does."""
     if name not in REGISTRY:
         raise ValueError(f"unknown model {name!r}; registered: {', '.join(list_models())}")
     cls = REGISTRY[name]
@@ -338,7 +329,25 @@ def build_model(
     problem = size_problem(cls.Hyper, overrides, where=name)
     if problem:
         raise ValueError(problem)
-    return cls(int(dim_x), int(dim_y), cls.Hyper(**overrides))
+    return cls.Hyper(**overrides)
+
+
+def build_model(
+    name: str, dim_x: int = 1, dim_y: int = 1, preset: str | None = None, **overrides
+) -> NeuralProcess:
+    """Build the registered model ``name`` for ``dim_x`` inputs and ``dim_y`` outputs.
+
+    ``preset`` names a set of hyper-parameters registered for the model (``PRESETS``, e.g.
+    ``te-pt-tnp``'s ``no-input-adjustment`` ablation); ``overrides`` set hyper-parameters
+    (``dim_model``, ``n_layers``, ...) on top. A name the model does not take is a
+    ``ValueError`` listing the ones it does.
+
+    Example:
+        >>> import tnpx
+        >>> model = tnpx.build_model("tnp", dim_x=1, dim_y=1, dim_model=64)
+    """
+    hyper = resolve_hyper(name, preset, **overrides)
+    return REGISTRY[name](int(dim_x), int(dim_y), hyper)
 
 
 def list_models() -> list[str]:
