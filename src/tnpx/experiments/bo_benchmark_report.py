@@ -10,7 +10,7 @@ from pathlib import Path
 
 import torch
 
-from .bo_benchmark import BASELINES, BOBenchmark, labels, load_cells
+from .bo_benchmark import BASELINES, BOBenchmark, labels
 from .provenance import hardware
 
 KERNEL_TITLES = {"matern32": "Matérn-3/2", "periodic": "periodic", "rbf": "RBF"}
@@ -96,8 +96,15 @@ def reading(bench: BOBenchmark, cells: dict) -> str:
     return "\n".join(out) or "- Not enough cells yet to compare orderings."
 
 
-def write_report(bench: BOBenchmark, command: str, commit: str, wall_s: float) -> None:
-    cells = load_cells(bench)
+def write_report(
+    bench: BOBenchmark,
+    cells: dict[tuple[str, str], dict],
+    command: str,
+    commit: str,
+    wall_s: float,
+) -> None:
+    """Rewrite the benchmark's report from ``cells`` ((kernel, label) -> cell, as
+    :func:`~tnpx.experiments.bo_benchmark.load_cells` returns them)."""
     s = bench.settings
     bench.out_dir.mkdir(parents=True, exist_ok=True)
     missing = []

@@ -131,6 +131,6 @@ def run_benchmark(
                 )
                 continue
             done[(kernel, label)] = run_cell(bench, kernel, label, progress)
-            write_report(bench, command, commit, time.perf_counter() - started)
-    write_report(bench, command, commit, time.perf_counter() - started)
+            write_report(bench, done, command, commit, time.perf_counter() - started)
+    write_report(bench, done, command, commit, time.perf_counter() - started)
     return done
