@@ -103,7 +103,7 @@ def main() -> None:
             cfg = load_config(folder / "config.yaml", [f"eval.n_batches={args.test_batches}"])
             cell = out / "cells" / f"{model}-test{args.test_batches}.json"
             test = cached_evaluate(load(folder / "model.pt"), cfg, cell).as_dict()
-        rows[model] = {"status": status, "test": test}
+        rows[model] = {"status": status, "test": test, "curve": curves[model]}
     (out / "results.json").write_text(
         json.dumps(
             {
@@ -125,9 +125,10 @@ def main() -> None:
     print(f"wrote {out / 'README.md'}")
 
 
-def finished_reading(model: str, test: dict) -> str:
+def finished_reading(model: str, test: dict, val_curve: list[tuple[int, float]]) -> str:
     """A finished run's test NLL against the goal (the paper's NLL within 2 of our standard
-    errors: PROTOCOLS does not restate the paper's) and against the GP oracle."""
+    errors: PROTOCOLS does not restate the paper's), against the GP oracle, and, where the
+    goal is missed, what the held-out curve's last 20,000 steps say."""
     nll, se, oracle = -test["ll"], test["ll_se"], -test["oracle_ll"]
     gap = f"{nll - oracle:.3f} above the GP oracle ({oracle:.3f}) on the same tasks"
     if model not in PAPER_NLL:
@@ -136,13 +137,37 @@ def finished_reading(model: str, test: dict) -> str:
     if abs(diff) <= 2 * se:
         verdict = "within 2 standard errors of the paper's: the goal is met"
     elif diff < 0:
-        verdict = f"{-diff:.3f} better than the paper's ({-diff / se:.0f} s.e.): the goal is met"
+        # Better than the band asks: the paper's accuracy is reached, but the two numbers
+        # differ by more than our error bar (one seed here, the paper's mean of 5 seeds).
+        verdict = (
+            f"{-diff:.3f} better than the paper's ({-diff / se:.0f} s.e.): the paper's "
+            "accuracy is reached, outside the 2-s.e. band on the better side"
+        )
     else:
-        verdict = f"{diff:.3f} worse than the paper's ({diff / se:.0f} s.e.): the goal is NOT met"
+        verdict = (
+            f"{diff:.3f} worse than the paper's ({diff / se:.0f} s.e.): the goal is NOT met"
+            + curve_trend(val_curve)
+        )
     return (
         f"**{model}** (finished): test NLL {nll:.3f} ± {se:.3f} against the paper's "
         f"{PAPER_NLL[model]:.3f}, {verdict}; {gap}."
     )
+
+
+def curve_trend(val_curve: list[tuple[int, float]], span: int = 20_000, flat: float = 0.01) -> str:
+    """How the held-out NLL moved over the run's last ``span`` steps, as a clause: "flattened"
+    when it fell by less than ``flat`` nats (32 validation batches: s.e. about 0.01)."""
+    if not val_curve:
+        return ""
+    last_step, last = val_curve[-1]
+    earlier = [(s, v) for s, v in val_curve if s <= last_step - span]
+    if not earlier:
+        return ""
+    step, before = earlier[-1]
+    moved = f" (its held-out NLL went {before:.3f} → {last:.3f} from step {step:,} to {last_step:,}"
+    if before - last < flat:
+        return moved + ": flattened, so more steps at this schedule would not close the gap)"
+    return moved + ": still falling, so a longer schedule may close part of the gap)"
 
 
 def report(rows: dict, budget: dict, commit: str) -> str:
@@ -164,7 +189,9 @@ def report(rows: dict, budget: dict, commit: str) -> str:
             f"{oracle} | {paper} | {cell} |"
         )
     unfinished = [m for m, r in rows.items() if not r["status"].finished]
-    finished = [finished_reading(m, r["test"]) for m, r in rows.items() if r["test"] is not None]
+    finished = [
+        finished_reading(m, r["test"], r["curve"]) for m, r in rows.items() if r["test"] is not None
+    ]
     reading = " ".join(finished)
     if unfinished:
         reading += (
