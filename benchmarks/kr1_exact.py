@@ -90,12 +90,12 @@ def main() -> None:
     args = parser.parse_args()
     commit, out = git_commit(), ROOT / args.out
     (out / "cells").mkdir(parents=True, exist_ok=True)
-    rows, curves = {}, {}
+    rows = {}
     for model in MODELS:
         folder = ROOT / "long-runs" / f"kr1-rbf-{model}"
         if not (folder / "config.yaml").exists():
             continue
-        status, curves[model] = run_status(folder), curve(folder)
+        status = run_status(folder)
         test = None
         if status.finished:
             from tnpx import load
@@ -103,7 +103,7 @@ def main() -> None:
             cfg = load_config(folder / "config.yaml", [f"eval.n_batches={args.test_batches}"])
             cell = out / "cells" / f"{model}-test{args.test_batches}.json"
             test = cached_evaluate(load(folder / "model.pt"), cfg, cell).as_dict()
-        rows[model] = {"status": status, "test": test, "curve": curves[model]}
+        rows[model] = {"status": status, "test": test, "curve": curve(folder)}
     (out / "results.json").write_text(
         json.dumps(
             {
@@ -111,7 +111,7 @@ def main() -> None:
                     "steps_done": r["status"].steps_done,
                     "steps_total": r["status"].steps_total,
                     "val_nll": None if r["status"].val_ll is None else -r["status"].val_ll,
-                    "curve": curves[m],
+                    "curve": r["curve"],
                     "test": r["test"],
                 }
                 for m, r in rows.items()
@@ -120,7 +120,12 @@ def main() -> None:
         )
     )
     budget = budget_cells()
-    plot(curves, budget, {m: r["test"] for m, r in rows.items()}, out / "learning_curves.png")
+    plot(
+        {m: r["curve"] for m, r in rows.items()},
+        budget,
+        {m: r["test"] for m, r in rows.items()},
+        out / "learning_curves.png",
+    )
     (out / "README.md").write_text(report(rows, budget, commit))
     print(f"wrote {out / 'README.md'}")
 
