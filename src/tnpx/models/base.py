@@ -17,7 +17,7 @@ and decoding recomputes the context per chunk).
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
 from torch import nn
@@ -27,6 +27,9 @@ from ..batch import Batch
 from ..likelihoods import HeadHyper, likelihood_head  # noqa: F401 (the models' head options)
 from ..validation import validate_inputs
 from .sizes import size_problem
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 REGISTRY: dict[str, type[NeuralProcess]] = {}
 PRESETS: dict[str, dict[str, dict]] = {}  # model name -> preset name -> hyper-parameters
@@ -307,7 +310,7 @@ def options_taken(name: str, options: dict) -> dict:
     return {k: v for k, v in options.items() if k in valid}
 
 
-def resolve_hyper(name: str, preset: str | None = None, **overrides):
+def resolve_hyper(name: str, preset: str | None = None, **overrides) -> DataclassInstance:
     """The ``Hyper`` that ``build_model(name, preset=preset, **overrides)`` builds with: the
     preset's options, then ``overrides`` on top, resolved by the class (e.g. ``dim_head=None``
     becomes ``dim_model // n_heads``). A name, preset or option the model does not take is a
