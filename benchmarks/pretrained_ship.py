@@ -38,6 +38,7 @@ MAX_BYTES = 5_000_000  # a shipped checkpoint (issue 20)
 CHECK_BATCHES = 2  # the check evaluation tests/app/test_zoo.py repeats
 INTERIM_BATCHES = 8  # 128 tasks per prior (32 per kernel): a progress check, not a result
 TARGET_GAP = 0.15  # issue 20's goal on the single-kernel prior, nats per target point
+BAYES_REFERENCE = ROOT / "results" / "pretrained" / "bayes-reference.json"  # pretrained_bayes.py
 
 
 class UnfinishedRun(RuntimeError):
@@ -245,8 +246,26 @@ def interim(
             "their tasks.",
             "",
             *(header + rows if rows else ["(no checkpoint to score yet)"]),
+            *irreducible_note(BAYES_REFERENCE),
         ]
     )
+
+
+def irreducible_note(path: Path) -> list[str]:
+    """Lines citing the Bayes-average reference at ``path`` (``benchmarks/pretrained_bayes.py``):
+    how much of prior (a)'s gap no model can remove. None when it has not been computed."""
+    if not path.is_file():
+        return []
+    ref = json.loads(path.read_text())
+    e = ref["eval"]
+    kernels = ", ".join(f"{k} {ref['per_kernel'][k]['gap']:.3f}" for k in KERNELS)
+    return [
+        "",
+        f"Of (a)'s gap, {e['gap']:.3f} ± {e['gap_se']:.3f} is irreducible: the Bayes-optimal "
+        f"predictive (GPs averaged over the prior's hyper-parameters) is that far from the "
+        f"oracle on {e['n_tasks']:,} of these tasks ({kernels}; "
+        f"`{_relative(path)}`). The rest of a model's gap is its own shortfall.",
+    ]
 
 
 def v2_runs(root: Path = LONG_RUNS) -> dict[str, Path]:

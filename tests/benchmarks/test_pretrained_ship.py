@@ -162,3 +162,17 @@ def test_the_real_series_summary_is_the_last_file_by_name_that_scored_the_name(t
     assert got["file"] == "real-series-v2.json" and got["n_splits"] == 5
     assert got["nile/interpolation"]["model"]["nll"] == [5.0, 0.2]
     assert set(got["nile/interpolation"]) == {"model", "fitted GP"}
+
+
+def test_interim_cites_the_irreducible_gap_when_computed(tmp_path):
+    path = tmp_path / "bayes-reference.json"
+    assert ship.irreducible_note(path) == []
+    per_kernel = {k: {"gap": 0.01 * (i + 1)} for i, k in enumerate(KERNELS)}
+    path.write_text(
+        json.dumps(
+            {"eval": {"gap": 0.042, "gap_se": 0.003, "n_tasks": 256}, "per_kernel": per_kernel}
+        )
+    )
+    note = "\n".join(ship.irreducible_note(path))
+    assert "0.042 ± 0.003 is irreducible" in note and "256 of these tasks" in note
+    assert "rbf 0.010" in note and "periodic 0.050" in note
