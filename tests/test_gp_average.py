@@ -195,3 +195,16 @@ def test_bad_input_fails_clearly():
         )
     with pytest.raises(ValueError, match="yt is None"):
         average_log_likelihood(dataclasses.replace(batch, yt=None), grid)
+
+
+def test_refining_stops_once_the_evidence_settles():
+    """With an infinite tolerance the evidence 'settles' at once: two rounds, then stop."""
+    config = dataclasses.replace(BROAD, min_ctx=6, max_ctx=6)
+    batch = sample(config, seed=4)
+    grid = HyperGrid.from_config(config, n_lengthscale=3, n_period=4, n_noise=3)
+    settled = dataclasses.replace(grid, refinements=16, tolerance=math.inf)
+    two_rounds = dataclasses.replace(grid, refinements=2, tolerance=0.0)
+    three_rounds = dataclasses.replace(grid, refinements=3, tolerance=0.0)
+    reference = average_log_likelihood(batch, two_rounds)
+    torch.testing.assert_close(average_log_likelihood(batch, settled), reference)
+    assert not torch.allclose(average_log_likelihood(batch, three_rounds), reference)

@@ -17,7 +17,7 @@ from tnpx.gp_average import HyperGrid, average_log_likelihood
 from tnpx.models import build_model
 from tnpx.zoo import pretrained
 
-TINY = {"n_lengthscale": 2, "n_period": 3, "n_noise": 2, "refinements": 1}
+TINY = {"n_lengthscale": 2, "n_period": 3, "n_noise": 2, "refinements": 1, "tolerance": 1e-3}
 
 
 @pytest.fixture
