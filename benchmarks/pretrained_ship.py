@@ -14,6 +14,7 @@ summary. ``benchmarks/pretrained.py --ship`` / ``--interim`` run these. When the
     python benchmarks/pretrained_real.py --models gp1d-tnp gp1d-te-tnp gp1d-v2-tnp \
         gp1d-v2-te-tnp-rope --name real-series-v2
     python benchmarks/pretrained.py --ship        # again: the cards take the real-series rows
+    python benchmarks/pretrained_bayes.py         # each zoo model's gap split: irreducible + own
 """
 
 from __future__ import annotations
