@@ -163,6 +163,9 @@ def test_invariant_to_context_order_and_chunking():
     reference = average_log_likelihood(batch, grid, chunk=64)
     torch.testing.assert_close(average_log_likelihood(shuffled, grid), reference)
     torch.testing.assert_close(average_log_likelihood(batch, grid, chunk=1), reference)
+    per_target = average_log_likelihood(batch, grid, per_target=True)
+    assert per_target.shape == batch.yt.shape[:2]
+    torch.testing.assert_close(per_target.mean(-1), reference)
 
 
 def test_never_better_than_the_oracle_on_average():

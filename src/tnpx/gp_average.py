@@ -193,7 +193,9 @@ class Cells:
         return Cells(*(getattr(self, f.name)[keep] for f in fields(self)))
 
 
-def average_log_likelihood(batch: Batch, grid: HyperGrid, chunk: int = 64) -> torch.Tensor:
+def average_log_likelihood(
+    batch: Batch, grid: HyperGrid, chunk: int = 64, per_target: bool = False
+) -> torch.Tensor:
     """Per-task LL per target point ``[batch]`` of the Bayesian model average: the log
     mixture density of each target, averaged over targets (as
     :meth:`NeuralProcess.log_likelihood` scores a model). Context masks are not supported.
@@ -202,6 +204,8 @@ def average_log_likelihood(batch: Batch, grid: HyperGrid, chunk: int = 64) -> to
         batch: ``xc [batch, n_ctx, 1]``, ``yc [batch, n_ctx, 1]``, ``xt``, ``yt``.
         grid: the prior's grid.
         chunk: cells decomposed at once (bounds memory).
+        per_target: return each target's log density, ``[batch, n_tgt]`` (e.g. to split
+            interpolation from extrapolation), not their mean.
     """
     if batch.yt is None:
         raise ValueError("batch.yt is None: the log-likelihood needs target outputs")
@@ -210,10 +214,12 @@ def average_log_likelihood(batch: Batch, grid: HyperGrid, chunk: int = 64) -> to
     if batch.yc.shape[-1] != 1 or batch.xc.shape[-1] != 1:
         raise ValueError("average_log_likelihood needs dim_x = dim_y = 1")
     tasks = range(batch.batch_size)
-    return torch.stack([_task_log_likelihood(batch, i, grid, chunk) for i in tasks])
+    densities = torch.stack([_target_log_densities(batch, i, grid, chunk) for i in tasks])
+    return densities if per_target else densities.mean(-1)
 
 
-def _task_log_likelihood(batch: Batch, i: int, grid: HyperGrid, chunk: int) -> torch.Tensor:
+def _target_log_densities(batch: Batch, i: int, grid: HyperGrid, chunk: int) -> torch.Tensor:
+    """Task ``i``'s log mixture density at each of its targets, ``[n_tgt]``."""
     f64 = torch.float64
     data = (
         batch.xc[i].to(f64),
@@ -274,8 +280,7 @@ def _task_log_likelihood(batch: Batch, i: int, grid: HyperGrid, chunk: int) -> t
         log_w = cells.log_mass[:, None] + log_noise_mass + log_ml  # [cells, n_noise]
         evidence.append(log_w.reshape(-1))
         joint.append((log_w[..., None] + log_pred).reshape(-1, log_pred.shape[-1]))
-    log_density = torch.cat(joint).logsumexp(0) - torch.cat(evidence).logsumexp(0)  # [n_tgt]
-    return log_density.mean()
+    return torch.cat(joint).logsumexp(0) - torch.cat(evidence).logsumexp(0)
 
 
 def _concat(a: Cells, b: Cells) -> Cells:
