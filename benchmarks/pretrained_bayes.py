@@ -43,50 +43,63 @@ FINE_BATCHES = 2  # tasks the fine grid re-scores (it costs ~7x the default grid
 TARGET_GAP = 0.15  # issue 20's goal on this prior
 
 
-def paired(values: dict[str, torch.Tensor]) -> dict:
-    """Mean ± s.e. of each per-task series, and of the paired differences that split a gap."""
-    out = {"n_tasks": values["oracle"].numel()}
-    for name, v in values.items():
-        out[f"{name}_ll"], out[f"{name}_ll_se"] = mean_se(v)
-    out["gap"], out["gap_se"] = mean_se(values["oracle"] - values["average"])
+def summarise(per_target: dict[str, torch.Tensor], region: torch.Tensor) -> dict:
+    """Each series' per-task mean over the targets in ``region`` (``[tasks, n_tgt]``, tasks
+    with none left out), then mean ± s.e. over tasks: the oracle and the average, the average's
+    gap, and each model's gap and shortfall, paired over the tasks."""
+    keep = region.any(-1)
+    count = region.sum(-1)[keep]
+    per_task = {n: (v * region).sum(-1)[keep] / count for n, v in per_target.items()}
+    oracle, average = per_task.pop("oracle"), per_task.pop("average")
+    out = {"n_tasks": int(keep.sum())}
+    out["oracle_ll"], out["oracle_ll_se"] = mean_se(oracle)
+    out["average_ll"], out["average_ll_se"] = mean_se(average)
+    out["gap"], out["gap_se"] = mean_se(oracle - average)
+    out["models"] = {}
+    for name, ll in per_task.items():
+        gap, shortfall = mean_se(oracle - ll), mean_se(average - ll)
+        out["models"][name] = {
+            "ll": mean_se(ll)[0],
+            "gap": gap[0],
+            "gap_se": gap[1],
+            "shortfall": shortfall[0],
+            "shortfall_se": shortfall[1],
+        }
     return out
 
 
 def score_tasks(
     sampler, prior: GPConfig, n_batches: int, grid: dict, models: dict, progress: bool
 ) -> dict:
-    """Per-task LL of the oracle, the Bayes average and each of ``models`` on test batches
-    ``0..n_batches-1`` of ``sampler``; the average's gap to the oracle and each model's gap
-    and shortfall, paired over the tasks."""
+    """Per-target log densities of the oracle, the Bayes average and each of ``models`` (their
+    marginal predictive: the zoo's models are deterministic) on test batches
+    ``0..n_batches-1`` of ``sampler``, summarised over all targets, over those inside the
+    context's range (``interpolation``) and over those beyond it (``extrapolation``)."""
     oracle = build_model("gp-oracle", 1, 1)
     hyper_grid = HyperGrid.from_config(prior, **grid)
+    lo, hi = sampler.input_domain
     batches = range(n_batches)
     if progress:
         from tqdm.auto import tqdm
 
         batches = tqdm(batches, desc="bayes average", dynamic_ncols=True, leave=False)
-    lls: dict[str, list[torch.Tensor]] = {"oracle": [], "average": []}
-    lls.update({name: [] for name in models})
+    densities: dict[str, list[torch.Tensor]] = {"oracle": [], "average": []}
+    densities.update({name: [] for name in models})
+    inside = []
     for i in batches:
         batch = batch_at(sampler, i, split="test")
-        lls["oracle"].append(oracle.log_likelihood(batch).double())
-        lls["average"].append(average_log_likelihood(batch, hyper_grid))
+        x = batch.xt[..., 0]
+        inside.append((x >= lo) & (x <= hi))
         with torch.no_grad():
-            for name, model in models.items():
-                lls[name].append(model.log_likelihood(batch).double())
-    per_task = {name: torch.cat(v) for name, v in lls.items()}
-    out = paired({k: per_task[k] for k in ("oracle", "average")})
-    out["models"] = {}
-    for name in models:
-        gap = mean_se(per_task["oracle"] - per_task[name])
-        shortfall = mean_se(per_task["average"] - per_task[name])
-        out["models"][name] = {
-            "ll": mean_se(per_task[name])[0],
-            "gap": gap[0],
-            "gap_se": gap[1],
-            "shortfall": shortfall[0],
-            "shortfall_se": shortfall[1],
-        }
+            for name, model in {"oracle": oracle, **models}.items():
+                pred = model.predict_batch(batch)
+                densities[name].append(pred.log_prob(batch.yt).sum(-1).double())
+        densities["average"].append(average_log_likelihood(batch, hyper_grid, per_target=True))
+    per_target = {name: torch.cat(v) for name, v in densities.items()}
+    region = torch.cat(inside)
+    out = summarise(per_target, torch.ones_like(region))
+    out["interpolation"] = summarise(per_target, region)
+    out["extrapolation"] = summarise(per_target, ~region)
     return out
 
 
@@ -143,12 +156,14 @@ def reading(result: dict) -> str:
             else f": the rule's own error is of that order (s.e. {e['gap_se']:.3f})."
         ),
     ]
-    models = e["models"]
-    if models:
+    for name, m in e["models"].items():
+        inter = e["interpolation"]["models"][name]["shortfall"]
+        extra = e["extrapolation"]["models"][name]["shortfall"]
+        periodic = result["per_kernel"]["periodic"]["models"][name]["shortfall"]
         parts.append(
-            "The rest of each model's gap is its own shortfall: "
-            + ", ".join(f"`{n}` {m['shortfall']:.3f} of {m['gap']:.3f}" for n, m in models.items())
-            + "."
+            f"`{name}`'s gap of {m['gap']:.3f} is {m['shortfall']:.3f} its own shortfall "
+            f"({inter:.3f} interpolating, {extra:.3f} extrapolating; {periodic:.3f} on periodic "
+            "tasks)."
         )
     return " ".join(parts)
 
@@ -157,16 +172,21 @@ def _cell(mean: float, se: float) -> str:
     return f"{mean:.3f} ± {se:.3f}"
 
 
-def report(result: dict, command: str, commit: str) -> str:
-    e, g, conv = result["eval"], result["grid"], result["convergence"]
-    names = list(e["models"])
+def _kernel_rows(result: dict) -> list[tuple[str, dict]]:
+    return [(k, result["per_kernel"][k]) for k in KERNELS]
+
+
+def table(first: str, entries: list[tuple[str, dict]]) -> list[str]:
+    """Markdown rows: per entry the oracle, the average, its gap, and each model's gap with its
+    shortfall in brackets."""
+    names = list(entries[0][1]["models"])
     rows = [
-        "| tasks | GP oracle LL | Bayes average LL | gap (oracle − average) | "
+        f"| {first} | GP oracle LL | Bayes average LL | gap (oracle − average) | "
         + " | ".join(f"`{n}` gap (shortfall)" for n in names)
         + " |",
         "|" + " --- |" * (4 + len(names)),
     ]
-    for label, entry in [("all kernels", e)] + [(k, result["per_kernel"][k]) for k in KERNELS]:
+    for label, entry in entries:
         cells = [
             f"{label} ({entry['n_tasks']:,})",
             _cell(entry["oracle_ll"], entry["oracle_ll_se"]),
@@ -178,6 +198,21 @@ def report(result: dict, command: str, commit: str) -> str:
             for m in entry["models"].values()
         ]
         rows.append("| " + " | ".join(cells) + " |")
+    return rows
+
+
+def report(result: dict, command: str, commit: str) -> str:
+    e, g, conv = result["eval"], result["grid"], result["convergence"]
+    entries = [("all kernels", e), *_kernel_rows(result)]
+    rows = table("tasks", entries)
+    regions = table(
+        "targets",
+        [
+            (f"{label}, {region}", entry[region])
+            for label, entry in entries
+            for region in ("interpolation", "extrapolation")
+        ],
+    )
     return f"""# The zoo's single-kernel prior: how close to the GP oracle a model can get
 
 **What**: the Bayes-optimal predictive of the single-kernel prior that the zoo is scored on
@@ -205,6 +240,11 @@ and a tolerance of {conv["grid"]["tolerance"]:g}.
 ({result["seconds"]["overall"] / 60:.0f} min for the {e["n_tasks"]:,} tasks of the first row).
 
 {chr(10).join(rows)}
+
+The same tasks, their targets inside the context's range [-2, 2] (interpolation) and beyond it
+(extrapolation), each task's mean over those targets:
+
+{chr(10).join(regions)}
 
 Convergence ({conv["fine"]["n_tasks"]} tasks): average LL {conv["coarse"]["average_ll"]:.4f} with
 the rule above, {conv["fine"]["average_ll"]:.4f} with the finer one.

@@ -43,12 +43,21 @@ def test_reference_on_the_cards_tasks(tiny_grids, tmp_path):
     with torch.no_grad():
         model = pretrained("gp1d-tnp").eval().log_likelihood(batch).double()
     e = result["eval"]
-    assert e["gap"] == pytest.approx((oracle - average).mean().item(), abs=1e-9)
+    assert e["gap"] == pytest.approx((oracle - average).mean().item(), abs=1e-6)
     m = e["models"]["gp1d-tnp"]
     assert m["gap"] == pytest.approx((oracle - model).mean().item(), abs=1e-6)
     assert m["shortfall"] == pytest.approx((average - model).mean().item(), abs=1e-6)
     assert m["gap"] == pytest.approx(e["gap"] + m["shortfall"], abs=1e-9)  # the split adds up
+    # interpolation: each task's mean over its targets inside the context's range [-2, 2]
+    inside = batch.xt[..., 0].abs() <= 2
+    grid = HyperGrid.from_config(sampler.config, **TINY)
+    oracle_t = build_model("gp-oracle", 1, 1).predict_batch(batch).log_prob(batch.yt)[..., 0]
+    average_t = average_log_likelihood(batch, grid, per_target=True)
+    per_task = ((oracle_t.double() - average_t) * inside).sum(-1) / inside.sum(-1)
+    assert e["interpolation"]["gap"] == pytest.approx(per_task.mean().item(), abs=1e-6)
+    assert e["interpolation"]["n_tasks"] <= 16 and e["extrapolation"]["n_tasks"] <= 16
     report = (out / "bayes-reference.md").read_text()
+    assert "| all kernels, extrapolation (" in report and "| periodic, interpolation (" in report
     assert f"| {m['gap']:.3f} ({m['shortfall']:.3f} ± {m['shortfall_se']:.3f}) |" in report
     assert "**Command**: `" in report and "**Reading**: " in report
 
