@@ -264,7 +264,7 @@ def irreducible_note(path: Path) -> list[str]:
         "",
         f"Of (a)'s gap, {e['gap']:.3f} ± {e['gap_se']:.3f} is irreducible: the Bayes-optimal "
         f"predictive (GPs averaged over the prior's hyper-parameters) is that far from the "
-        f"oracle on {e['n_tasks']:,} of these tasks ({kernels}; "
+        f"oracle on the first {e['n_tasks']:,} of the cards' test tasks ({kernels}; "
         f"`{_relative(path)}`). The rest of a model's gap is its own shortfall.",
     ]
 

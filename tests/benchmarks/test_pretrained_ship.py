@@ -174,5 +174,5 @@ def test_interim_cites_the_irreducible_gap_when_computed(tmp_path):
         )
     )
     note = "\n".join(ship.irreducible_note(path))
-    assert "0.042 ± 0.003 is irreducible" in note and "256 of these tasks" in note
+    assert "0.042 ± 0.003 is irreducible" in note and "first 256 of the cards' test tasks" in note
     assert "rbf 0.010" in note and "periodic 0.050" in note
