@@ -108,9 +108,10 @@ def run(n_batches: int, models: dict, progress: bool = True) -> dict:
     quarter as many of each kernel's, as the cards), with ``models`` on the same tasks, and
     the convergence check."""
     cfg = load_config(CONFIG)
-    prior = single_kernel_sampler(cfg).config
+    sampler = single_kernel_sampler(cfg)
+    prior = sampler.config
     start = time.perf_counter()
-    overall = score_tasks(single_kernel_sampler(cfg), prior, n_batches, GRID, models, progress)
+    overall = score_tasks(sampler, prior, n_batches, GRID, models, progress)
     overall_s = time.perf_counter() - start
     per_kernel = {
         k: score_tasks(
@@ -124,7 +125,6 @@ def run(n_batches: int, models: dict, progress: bool = True) -> dict:
         for k in KERNELS
     }
     fine_batches = min(FINE_BATCHES, n_batches)
-    sampler = single_kernel_sampler(cfg)
     coarse = score_tasks(sampler, prior, fine_batches, GRID, {}, progress)
     fine = score_tasks(sampler, prior, fine_batches, FINE, {}, progress)
     return {
