@@ -71,3 +71,31 @@ def test_per_kernel_rows_and_bad_checkpoint_spec(tiny_grids):
     assert torch.isfinite(torch.tensor(result["convergence"]["fine"]["average_ll"]))
     with pytest.raises(SystemExit, match="NAME=PATH"):
         bayes.load_models([], ["no-equals-sign"])
+
+
+def test_average_cache_reused_only_for_same_task_and_rule(tiny_grids, tmp_path, monkeypatch):
+    out = tmp_path / "out"
+    argv = ["--batches", "1", "--out", str(out), "--models", "--no-progress"]
+    assert bayes.main(argv) == 0
+    first = json.loads((out / "bayes-reference.json").read_text())
+    computed = first["average_cache"]["computed_batches"]
+    assert computed > 0 and first["average_cache"]["reused_batches"] == {}
+    assert bayes.main(argv) == 0  # again: every batch's average from the cache, same figures
+    again = json.loads((out / "bayes-reference.json").read_text())
+    assert again["average_cache"]["computed_batches"] == 0
+    # every look-up is a reuse now: the convergence check's coarse batch is the first row's
+    assert sum(again["average_cache"]["reused_batches"].values()) == computed + 1
+    assert again["eval"]["average_ll"] == first["eval"]["average_ll"]
+    assert "reused for" in (out / "bayes-reference.md").read_text()
+    assert bayes.main([*argv, "--recompute"]) == 0
+    assert json.loads((out / "bayes-reference.json").read_text())["average_cache"] == {
+        "computed_batches": computed,
+        "reused_batches": {},
+    }
+    # another rule or another task is another key
+    cfg = load_config(bayes.CONFIG)
+    batch = batch_at(single_kernel_sampler(cfg), 0, split="test")
+    key = bayes.AverageCache.key(batch, TINY)
+    assert key != bayes.AverageCache.key(batch, {**TINY, "n_noise": 3})
+    batch.yt = batch.yt + 1e-6
+    assert key != bayes.AverageCache.key(batch, TINY)
