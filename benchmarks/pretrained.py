@@ -14,6 +14,7 @@ them (:mod:`benchmarks.pretrained_ship`; scores: :mod:`benchmarks.pretrained_eva
     python benchmarks/pretrained.py --interim           # v2 long runs so far (a quick check)
     python benchmarks/pretrained.py --ship              # ship the finished v2 runs
     python benchmarks/pretrained.py --ship gp1d-v2-tnp --force   # an unfinished run's weights
+    python benchmarks/pretrained.py --report            # the whole 1D zoo: .../zoo.md
 """
 
 from __future__ import annotations
@@ -186,6 +187,17 @@ def ship_v2(names: list[str], args: argparse.Namespace) -> int:
     return refused
 
 
+def zoo_report(args: argparse.Namespace) -> int:
+    """``--report``: :func:`benchmarks.pretrained_zoo.write_report` into ``--out``."""
+    from benchmarks.pretrained_zoo import write_report
+
+    path, _ = write_report(
+        Path(args.zoo), Path(args.out), Path(args.runs), command_line(), git_commit()
+    )
+    print(path.read_text())
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", nargs="*", default=list(MODELS))
@@ -202,7 +214,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--batches", type=int, help="test batches per prior (default: the config's; --interim 8)"
     )
+    parser.add_argument(
+        "--report",
+        action="store_true",
+        help="write --out/zoo.md: every 1D card in --zoo in one table (--ship writes it too)",
+    )
     args = parser.parse_args(argv)
+    if args.report:
+        return zoo_report(args)
     if args.interim:
         from tnpx.zoo import pretrained_path
 
@@ -211,7 +230,12 @@ def main(argv: list[str] | None = None) -> int:
         print(v2.interim(v2.v2_runs(Path(args.runs)), references, batches))
         return 0
     if args.ship is not None:
-        return ship_v2(args.ship or v2.V2, args)
+        refused = ship_v2(args.ship or v2.V2, args)
+        from benchmarks.pretrained_zoo import zoo_cards
+
+        if zoo_cards(Path(args.zoo)):  # (a zoo folder of other models has no 1D report)
+            zoo_report(args)
+        return refused
     commit, command = git_commit(), command_line()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -34,6 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 KERNELS = ["rbf", "matern12", "matern32", "matern52", "periodic"]
 REFERENCE = ROOT / "configs" / "pretrained-gp1d-v2-tnp.yaml"  # the v2 zoo's composite prior
 METRIC_KEYS = ("ll", "ll_se", "oracle_ll", "gap", "gap_se")  # a per-kernel entry of a card
+FULL_KEYS = ("n_tasks", *METRIC_KEYS, "coverage95")  # a card's eval / eval_composite entry
 
 
 def single_kernel_sampler(cfg: ExperimentConfig, **overrides) -> TaskSampler:
@@ -80,13 +81,18 @@ def score(
         )
         for k in KERNELS
     }
-    composite = evaluate(model, composite_sampler(cfg), n_batches, progress=progress)
-    full_keys = ("n_tasks", *METRIC_KEYS, "coverage95")
     return {
-        "eval": _entry(overall, full_keys),
+        "eval": _entry(overall, FULL_KEYS),
         "per_kernel": per_kernel,
-        "eval_composite": _entry(composite, full_keys),
+        "eval_composite": composite_score(model, cfg, n_batches, progress),
     }
+
+
+def composite_score(
+    model: NeuralProcess, cfg: ExperimentConfig, n_batches: int, progress: bool = False
+) -> dict:
+    """Prior (b) alone: a card's ``eval_composite`` entry (batches ``0..n-1``)."""
+    return _entry(evaluate(model, composite_sampler(cfg), n_batches, progress=progress), FULL_KEYS)
 
 
 def experiment(path: str | Path) -> ExperimentConfig:

@@ -104,7 +104,8 @@ def real_series_summary(name: str, results: Path) -> dict | None:
     ``real-series-v2`` before ``real-series``), or None."""
     from benchmarks.pretrained_real_report import GP
 
-    for path in sorted(results.glob("real-series*.json"), reverse=True):
+    # by stem: "real-series.json" sorts after "real-series-v2.json" ('.' > '-'), its stem before
+    for path in sorted(results.glob("real-series*.json"), key=lambda p: p.stem, reverse=True):
         run = json.loads(path.read_text())
         label = next((lab for lab, spec in run.get("models", {}).items() if spec == name), None)
         if label is None:

@@ -1,11 +1,13 @@
-"""benchmarks/pretrained_eval.py and pretrained_ship.py: the v2 zoo's scores are on today's
-test tasks, a finished run ships into a zoo folder and loads back by name with the same
-predictions, an unfinished run is refused unless forced, and the interim report says how far
-the runs are."""
+"""benchmarks/pretrained_eval.py, pretrained_ship.py and pretrained_zoo.py: the v2 zoo's scores
+are on today's test tasks, a finished run ships into a zoo folder and loads back by name with
+the same predictions, an unfinished run is refused unless forced, the interim report says how
+far the runs are, and the zoo report has every card (prior (b) computed for cards that predate
+it), the runs not shipped, the irreducible gap and the real-series rows."""
 
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 import torch
@@ -17,10 +19,13 @@ from benchmarks.pretrained_eval import (
     KERNELS,
     ROOT,
     composite_sampler,
+    composite_score,
+    experiment,
     score_checkpoint,
     single_kernel_sampler,
 )
-from tnpx.checkpoint import read_checkpoint
+from benchmarks.pretrained_zoo import write_report, zoo_cards
+from tnpx.checkpoint import load, read_checkpoint
 from tnpx.config import load_config
 from tnpx.data import batch_at
 from tnpx.evaluate import build_test_sampler, evaluate
@@ -162,6 +167,8 @@ def test_the_real_series_summary_is_the_last_file_by_name_that_scored_the_name(t
     assert got["file"] == "real-series-v2.json" and got["n_splits"] == 5
     assert got["nile/interpolation"]["model"]["nll"] == [5.0, 0.2]
     assert set(got["nile/interpolation"]) == {"model", "fitted GP"}
+    # a model in both files: the v2 file's (later by stem, though "." sorts after "-")
+    assert ship.real_series_summary("gp1d-tnp", tmp_path)["file"] == "real-series-v2.json"
 
 
 def test_interim_cites_the_irreducible_gap_when_computed(tmp_path):
@@ -176,3 +183,67 @@ def test_interim_cites_the_irreducible_gap_when_computed(tmp_path):
     note = "\n".join(ship.irreducible_note(path))
     assert "0.042 ± 0.003 is irreducible" in note and "first 256 of the cards' test tasks" in note
     assert "rbf 0.010" in note and "periodic 0.050" in note
+
+
+def _bayes(models: list[str]) -> dict:
+    """A bayes-reference.json with every field the report reads (values made up)."""
+    model = {"gap": 0.5, "gap_se": 0.05, "shortfall": 0.4, "shortfall_se": 0.04}
+    entry = {"n_tasks": 256, "gap": 0.1, "gap_se": 0.01, "models": {m: model for m in models}}
+    per_kernel = {k: {**entry, "n_tasks": 64, "gap": 0.01 * (i + 1)} for i, k in enumerate(KERNELS)}
+    entry = {**entry, "interpolation": entry, "extrapolation": entry}
+    return {"commit": "feed123", "eval": entry, "per_kernel": per_kernel}
+
+
+def _real_series(models: list[str]) -> dict:
+    summary = {m: {"rmse": [2.0, 0.1], "nll": [3.25, 0.2], "seconds": 0.01} for m in models}
+    summary["fitted GP"] = {"rmse": [1.0, 0.1], "nll": [2.5, 0.2], "seconds": 2.0}
+    results = {f"nile/{kind}": {"splits": [], "summary": summary}
+               for kind in ("interpolation", "extrapolation")}  # fmt: skip
+    return {"commit": "c0ffee0", "n_splits": 5, "models": {m: m for m in models},
+            "results": results}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def zoo(runs, tmp_path_factory):
+    """A zoo folder: today's gp1d-tnp and the tiny finished run shipped as gp1d-v2-tnp (its
+    prior (b) on 16 tasks: one batch of gp1d-tnp's 16)."""
+    folder = tmp_path_factory.mktemp("zoo-report")
+    for suffix in (".pt", ".json"):
+        shutil.copy(pretrained_path("gp1d-tnp").with_suffix(suffix), folder)
+    ship.ship("gp1d-v2-tnp", runs / "finished", folder, provenance=("abc1234", "x"))
+    return folder
+
+
+def test_zoo_report_has_every_card_and_says_what_is_missing(zoo, runs, tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "bayes-reference.json").write_text(json.dumps(_bayes(["gp1d-tnp"])))
+    (out / "real-series-v2.json").write_text(json.dumps(_real_series(["gp1d-tnp", "gp1d-v2-tnp"])))
+    path, cards = write_report(zoo, out, runs, "python x --report", "beef000")
+    assert list(cards) == ["gp1d-tnp", "gp1d-v2-tnp"] == list(zoo_cards(zoo))
+    text = path.read_text()
+    # gp1d-tnp's card predates prior (b): scored here, on the v2 card's number of tasks
+    b = cards["gp1d-tnp"]["eval_composite"]
+    assert b["computed_here"] and b["n_tasks"] == cards["gp1d-v2-tnp"]["eval_composite"]["n_tasks"]
+    model_path = zoo / "gp1d-tnp.pt"
+    again = composite_score(load(model_path).eval(), experiment(model_path), 1)
+    assert again["gap"] == pytest.approx(b["gap"], abs=1e-9)
+    assert f"{b['gap']:.3f} ± {b['gap_se']:.3f} *" in text
+    v2 = cards["gp1d-v2-tnp"]
+    assert "computed_here" not in v2["eval_composite"] and "| composite | 6 (4) |" in text
+    assert f"missed by {v2['eval']['gap'] - ship.TARGET_GAP:.3f}" in text  # six steps: far off
+    assert "`gp1d-v2-te-tnp-rope`: not shipped; its long run has no checkpoint yet." in text
+    assert "| irreducible (Bayes average, 64 tasks each) | 0.010 ± 0.010 |" in text
+    assert "| `gp1d-tnp` | 0.500 ± 0.050 | 0.100 ± 0.010 | 0.400 ± 0.040 |" in text
+    assert text.count("| nile | 2 | 2 | 1 | 3.250 | 3.250 | 2.500 | 200x | 200x |") == 2
+    assert "`real-series-v2.json` (commit `c0ffee0`)" in text
+    assert json.loads((out / "zoo.json").read_text()) == cards
+
+
+def test_cli_zoo_report_and_an_empty_zoo(zoo, runs, tmp_path, capsys):
+    out = tmp_path / "out"
+    args = ["--zoo", str(zoo), "--runs", str(runs), "--out", str(out)]
+    assert pretrained.main(["--report", *args]) == 0
+    assert "# The 1D zoo" in capsys.readouterr().out and (out / "zoo.md").exists()
+    with pytest.raises(ValueError, match="no gp1d-\\* cards"):
+        write_report(tmp_path / "empty", out, runs, "x", "y")

@@ -1,0 +1,259 @@
+"""The 1D zoo in one report (issue 20): every ``gp1d-*`` card in ``src/tnpx/zoo/``, today's and
+the v2 long runs', on the single-kernel prior (a) and the composite prior (b) against the GP
+oracle; the part of each gap that no model can remove (``bayes-reference.json``,
+:mod:`benchmarks.pretrained_bayes`); and zero-shot on measured series beside a GP fitted per
+series (the cards' ``real_series``, :mod:`benchmarks.pretrained_real`).
+
+    python benchmarks/pretrained.py --report      # results/pretrained/zoo.{md,json}
+
+The scores are the cards' own (each card names the command and commit that produced it),
+except prior (b) for cards that predate it (today's zoo): those are computed here, on the same
+test tasks as the v2 cards'.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from benchmarks.pretrained_eval import KERNELS, composite_score, experiment
+from benchmarks.pretrained_real_report import GP
+from benchmarks.pretrained_ship import TARGET_GAP, V2, _relative, real_series_summary
+from tnpx.checkpoint import load
+from tnpx.runs import run_status
+from tnpx.train_state import last_checkpoint
+
+REPORT = "zoo"  # results/pretrained/zoo.{md,json}
+
+
+def zoo_cards(zoo: Path) -> dict[str, dict]:
+    """The ``gp1d-*`` cards of ``zoo`` by name, today's before v2 (each sorted by name)."""
+    paths = sorted(zoo.glob("gp1d-*.json"), key=lambda p: (p.stem in V2, p.stem))
+    return {p.stem: json.loads(p.read_text()) for p in paths}
+
+
+def with_composite(cards: dict[str, dict], zoo: Path) -> dict[str, dict]:
+    """``cards`` with prior (b) scored for those that lack it, on as many test batches as the
+    cards that have it (else 64); each such entry marked ``"computed_here": True``."""
+    n_tasks = [c["eval_composite"]["n_tasks"] for c in cards.values() if "eval_composite" in c]
+    out = {}
+    for name, card in cards.items():
+        if "eval_composite" not in card:
+            path = zoo / f"{name}.pt"
+            n_batches = n_tasks[0] // card["batch_size"] if n_tasks else 64
+            entry = composite_score(load(path).eval(), experiment(path), n_batches)
+            card = {**card, "eval_composite": {**entry, "computed_here": True}}
+        out[name] = card
+    return out
+
+
+def unshipped(zoo: Path, runs: Path) -> list[str]:
+    """Lines for the v2 runs without a card in ``zoo``: how far each has trained."""
+    lines = []
+    for name in V2:
+        if (zoo / f"{name}.json").exists():
+            continue
+        folder = runs / name
+        if not last_checkpoint(folder).exists():
+            lines.append(f"- `{name}`: not shipped; its long run has no checkpoint yet.")
+            continue
+        st = run_status(folder)
+        lines.append(
+            f"- `{name}`: not shipped; its long run (`{_relative(folder)}`) is at step "
+            f"{st.steps_done:,} of {st.steps_total:,}, and only a finished run is shipped."
+        )
+    return lines
+
+
+def _pm(entry: dict, key: str = "gap") -> str:
+    return f"{entry[key]:.3f} ± {entry[f'{key}_se']:.3f}"
+
+
+def summary_rows(cards: dict[str, dict]) -> list[str]:
+    rows = [
+        "| name | model | params | trained on | steps (batch) | train time | (a) LL | (a) gap "
+        f"| goal ≤ {TARGET_GAP} | (a) 95% cov. | (b) LL | (b) gap | card |",
+        "|" + " --- |" * 13,
+    ]
+    for name, c in cards.items():
+        a, b = c["eval"], c["eval_composite"]
+        prior = "composite" if "a mixture" in c["trained_on"] else "single-kernel"
+        hours = f"{c['train_s'] / 3600:.1f} h" if c.get("train_s") else "—"
+        met = "met" if a["gap"] <= TARGET_GAP else f"missed by {a['gap'] - TARGET_GAP:.3f}"
+        here = " *" if b.get("computed_here") else ""
+        rows.append(
+            f"| `{name}` | {c['model']} | {c['params']:,} | {prior} | {c['steps']:,} "
+            f"({c['batch_size']}) | {hours} | {_pm(a, 'll')} | {_pm(a)} | {met} | "
+            f"{a['coverage95']:.3f} | {_pm(b, 'll')} | {_pm(b)}{here} | `{c['commit']}` |"
+        )
+    return rows
+
+
+def kernel_rows(cards: dict[str, dict], bayes: dict | None) -> list[str]:
+    rows = ["| name | " + " | ".join(KERNELS) + " |", "|" + " --- |" * (len(KERNELS) + 1)]
+    for name, c in cards.items():
+        cells = " | ".join(_pm(c["per_kernel"][k]) for k in KERNELS)
+        rows.append(f"| `{name}` | {cells} |")
+    if bayes is not None:
+        cells = " | ".join(_pm(bayes["per_kernel"][k]) for k in KERNELS)
+        n = bayes["per_kernel"][KERNELS[0]]["n_tasks"]
+        rows.append(f"| irreducible (Bayes average, {n} tasks each) | {cells} |")
+    return rows
+
+
+def split_rows(bayes: dict) -> list[str]:
+    """Each model the Bayes reference scored: its gap = irreducible + its own shortfall."""
+    e = bayes["eval"]
+    rows = [
+        "| name | gap | irreducible | own shortfall | interpolating | extrapolating | periodic |",
+        "|" + " --- |" * 7,
+    ]
+    for name, m in e["models"].items():
+        inter = e["interpolation"]["models"][name]["shortfall"]
+        extra = e["extrapolation"]["models"][name]["shortfall"]
+        periodic = bayes["per_kernel"]["periodic"]["models"][name]["shortfall"]
+        rows.append(
+            f"| `{name}` | {_pm(m)} | {_pm(e)} | {_pm(m, 'shortfall')} | {inter:.3f} | "
+            f"{extra:.3f} | {periodic:.3f} |"
+        )
+    return rows
+
+
+def real_rows(scored: dict[str, dict], kind: str) -> list[str]:
+    """RMSE and NLL per series of ``kind`` for each model of ``scored`` (name ->
+    :func:`real_series_summary`), and the fitted GP (from the first), with the GP's latency
+    over the model's."""
+    if not scored:
+        return []
+    names = list(scored)
+    rows = [
+        "| series | "
+        + " | ".join(f"`{n}` RMSE" for n in names)
+        + f" | {GP} RMSE | "
+        + " | ".join(f"`{n}` NLL" for n in names)
+        + f" | {GP} NLL | "
+        + " | ".join(f"GP time / `{n}`" for n in names)
+        + " |",
+        "|" + " --- |" * (3 * len(names) + 3),
+    ]
+    first = scored[names[0]]
+    series = [key.split("/")[0] for key in first if key.endswith(f"/{kind}")]
+    for s in series:
+        key = f"{s}/{kind}"
+        gp = first[key][GP]
+        cells = [f"{scored[n][key]['model']['rmse'][0]:.3g}" for n in names]
+        cells.append(f"{gp['rmse'][0]:.3g}")
+        cells += [f"{scored[n][key]['model']['nll'][0]:.3f}" for n in names]
+        cells.append(f"{gp['nll'][0]:.3f}")
+        cells += [f"{gp['seconds'] / scored[n][key]['model']['seconds']:.0f}x" for n in names]
+        rows.append(f"| {s} | " + " | ".join(cells) + " |")
+    return rows
+
+
+def reading(cards: dict[str, dict], bayes: dict | None) -> str:
+    best = min(cards, key=lambda n: cards[n]["eval"]["gap"])
+    gap = cards[best]["eval"]["gap"]
+    parts = [
+        f"The closest to the GP oracle on the single-kernel prior is `{best}`, gap {gap:.3f}: "
+        + (
+            f"issue 20's goal (≤ {TARGET_GAP}) is met."
+            if gap <= TARGET_GAP
+            else f"issue 20's goal (≤ {TARGET_GAP}) is missed by {gap - TARGET_GAP:.3f} nats."
+        )
+    ]
+    worst = max(KERNELS, key=lambda k: cards[best]["per_kernel"][k]["gap"])
+    parts.append(
+        f"Its largest gap is on {worst} tasks ({cards[best]['per_kernel'][worst]['gap']:.3f})."
+    )
+    if bayes is not None:
+        e = bayes["eval"]
+        parts.append(
+            f"Of any model's gap, {e['gap']:.3f} ± {e['gap_se']:.3f} is irreducible (the "
+            "Bayes-optimal predictive is that far from the oracle, which knows each task's "
+            f"hyper-parameters); {worst} {bayes['per_kernel'][worst]['gap']:.3f} of it."
+        )
+    return " ".join(parts)
+
+
+def report(
+    cards: dict[str, dict],
+    bayes: dict | None,
+    real: dict[str, dict],
+    pending: list[str],
+    command: str,
+    commit: str,
+) -> str:
+    """The markdown report; ``real``: each model's real-series summary (may be empty)."""
+    sections = [
+        "# The 1D zoo: today's models and the v2 long runs against the GP oracle",
+        "",
+        "**What**: every 1D model shipped in `src/tnpx/zoo/`, scored against the GP oracle on "
+        "the same 1,024 held-out tasks: (a) the single-kernel prior of today's zoo (five "
+        "kernels, variance 1) and (b) the v2 zoo's composite prior (sums of a trend, a periodic "
+        "component and rough variation, per-task output scale and noise), its composite tasks "
+        "only. Metric: LL per target point (higher is better), mean ± s.e. over tasks; the gap "
+        "is oracle − model, paired over tasks (lower is better). The v2 models are long runs "
+        "(`benchmarks/long_runs.py`) trained on the composite prior, which contains (a).",
+        "",
+        f"**Command**: `{command}`, commit `{commit}`. The scores are the cards' (`card`: the "
+        "commit whose `python benchmarks/pretrained.py` or `--ship` wrote it)"
+        + (
+            "; (b) for the cards marked * was computed by this command."
+            if any(c["eval_composite"].get("computed_here") for c in cards.values())
+            else "."
+        ),
+        "",
+        f"**Protocol or budget**: issue 20's goal, a gap ≤ {TARGET_GAP} nats on (a). Not a paper "
+        "experiment: no paper number applies. Training: see each card's `config` and steps.",
+        "",
+        f"**Hardware**: {next(iter(cards.values()))['hardware']} (the cards').",
+        "",
+        *summary_rows(cards),
+        *(["", "Not in the zoo:", "", *pending] if pending else []),
+        "",
+        "Gap to the GP oracle per kernel on (a) (256 tasks each):",
+        "",
+        *kernel_rows(cards, bayes),
+    ]
+    if bayes is not None:
+        sections += [
+            "",
+            f"Each gap split on the first {bayes['eval']['n_tasks']:,} of these tasks "
+            f"(`bayes-reference.md`, commit `{bayes['commit']}`): the irreducible part (oracle − "
+            "Bayes average) and the model's own shortfall (average − model), overall, on the "
+            "targets inside and beyond the context's range, and on periodic tasks:",
+            "",
+            *split_rows(bayes),
+        ]
+    for kind in ("interpolation", "extrapolation"):
+        rows = real_rows(real, kind)
+        if rows:
+            files = sorted({f"`{r['file']}` (commit `{r['commit']}`)" for r in real.values()})
+            sections += [
+                "",
+                f"Zero-shot on measured series, {kind}, against a GP fitted per series (RMSE "
+                "and NLL per target point in the series' units, means over splits; the s.e. "
+                f"and the details in {', '.join(files)}):",
+                "",
+                *rows,
+            ]
+    sections += ["", f"**Reading**: {reading(cards, bayes)}", ""]
+    return "\n".join(sections)
+
+
+def write_report(
+    zoo: Path, out: Path, runs: Path, command: str, commit: str
+) -> tuple[Path, dict[str, dict]]:
+    """Write ``out/zoo.md`` and ``out/zoo.json`` (the cards as reported); return the report's
+    path and the cards."""
+    cards = with_composite(zoo_cards(zoo), zoo)
+    if not cards:
+        raise ValueError(f"{zoo}: no gp1d-* cards to report")
+    bayes_path = out / "bayes-reference.json"
+    bayes = json.loads(bayes_path.read_text()) if bayes_path.is_file() else None
+    real = {n: r for n in cards if (r := real_series_summary(n, out)) is not None}
+    text = report(cards, bayes, real, unshipped(zoo, runs), command, commit)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{REPORT}.md").write_text(text)
+    (out / f"{REPORT}.json").write_text(json.dumps(cards, indent=1) + "\n")
+    return out / f"{REPORT}.md", cards
