@@ -211,6 +211,17 @@ def run(
     }
 
 
+def shortfalls(result: dict, name: str) -> tuple[float, float, float]:
+    """Model ``name``'s shortfall (average − model) interpolating, extrapolating and on
+    periodic tasks, from a :func:`run` result."""
+    e = result["eval"]
+    return (
+        e["interpolation"]["models"][name]["shortfall"],
+        e["extrapolation"]["models"][name]["shortfall"],
+        result["per_kernel"]["periodic"]["models"][name]["shortfall"],
+    )
+
+
 def reading(result: dict) -> str:
     e, conv = result["eval"], result["convergence"]
     worst = max(KERNELS, key=lambda k: result["per_kernel"][k]["gap"])
@@ -229,9 +240,7 @@ def reading(result: dict) -> str:
         ),
     ]
     for name, m in e["models"].items():
-        inter = e["interpolation"]["models"][name]["shortfall"]
-        extra = e["extrapolation"]["models"][name]["shortfall"]
-        periodic = result["per_kernel"]["periodic"]["models"][name]["shortfall"]
+        inter, extra, periodic = shortfalls(result, name)
         parts.append(
             f"`{name}`'s gap of {m['gap']:.3f} is {m['shortfall']:.3f} its own shortfall "
             f"({inter:.3f} interpolating, {extra:.3f} extrapolating; {periodic:.3f} on periodic "

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from benchmarks.pretrained_bayes import shortfalls
 from benchmarks.pretrained_eval import KERNELS, composite_score, experiment
 from benchmarks.pretrained_real_report import GP
 from benchmarks.pretrained_ship import TARGET_GAP, V2, _relative, real_series_summary
@@ -109,9 +110,7 @@ def split_rows(bayes: dict) -> list[str]:
         "|" + " --- |" * 7,
     ]
     for name, m in e["models"].items():
-        inter = e["interpolation"]["models"][name]["shortfall"]
-        extra = e["extrapolation"]["models"][name]["shortfall"]
-        periodic = bayes["per_kernel"]["periodic"]["models"][name]["shortfall"]
+        inter, extra, periodic = shortfalls(bayes, name)
         rows.append(
             f"| `{name}` | {_pm(m)} | {_pm(e)} | {_pm(m, 'shortfall')} | {inter:.3f} | "
             f"{extra:.3f} | {periodic:.3f} |"
