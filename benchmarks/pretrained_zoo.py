@@ -118,6 +118,11 @@ def split_rows(bayes: dict) -> list[str]:
     return rows
 
 
+def _sig3(x: float) -> str:
+    """Three significant digits, trailing zeros kept (14.0, 0.520), whole numbers from 100."""
+    return f"{x:.0f}" if abs(x) >= 100 else f"{x:#.3g}"
+
+
 def real_rows(scored: dict[str, dict], kind: str) -> list[str]:
     """RMSE and NLL per series of ``kind`` for each model of ``scored`` (name ->
     :func:`real_series_summary`), and the fitted GP (from the first), with the GP's latency
@@ -140,8 +145,8 @@ def real_rows(scored: dict[str, dict], kind: str) -> list[str]:
     for s in series:
         key = f"{s}/{kind}"
         gp = first[key][GP]
-        cells = [f"{scored[n][key]['model']['rmse'][0]:.3g}" for n in names]
-        cells.append(f"{gp['rmse'][0]:.3g}")
+        cells = [_sig3(scored[n][key]["model"]["rmse"][0]) for n in names]
+        cells.append(_sig3(gp["rmse"][0]))
         cells += [f"{scored[n][key]['model']['nll'][0]:.3f}" for n in names]
         cells.append(f"{gp['nll'][0]:.3f}")
         cells += [f"{gp['seconds'] / scored[n][key]['model']['seconds']:.0f}x" for n in names]
