@@ -176,6 +176,13 @@ def reading(cards: dict[str, dict], bayes: dict | None) -> str:
             "Bayes-optimal predictive is that far from the oracle, which knows each task's "
             f"hyper-parameters); {worst} {bayes['per_kernel'][worst]['gap']:.3f} of it."
         )
+        if best in e["models"]:
+            inter, extra, periodic = shortfalls(bayes, best)
+            parts.append(
+                f"The rest is `{best}`'s own shortfall, {e['models'][best]['shortfall']:.3f} on "
+                f"the reference's tasks: {inter:.3f} interpolating, {extra:.3f} extrapolating, "
+                f"{periodic:.3f} on periodic tasks."
+            )
     return " ".join(parts)
 
 
