@@ -97,6 +97,12 @@ def test_models_pretrained_lists_them(capsys):
     out = capsys.readouterr().out
     for name in SHIPPED:
         assert f"| {name} |" in out
+    assert "the same 1,024 held-out 1D single-kernel GP tasks for every model" in out
+    for name in tnpx.list_pretrained():
+        prior = "single + composite" if "v2" in name else "single-kernel"
+        row = next(line for line in out.splitlines() if line.startswith(f"| {name} |"))
+        assert f"| {model_card(name)['model']} |" in row and f"| {prior} GPs |" in row
+        assert f"\n- {name}: {model_card(name)['trained_on']}\n" in out
 
 
 def test_predict_by_name_in_the_users_units(tmp_path):
