@@ -21,6 +21,7 @@ costs seconds. The report says which commits computed the reused densities.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import hashlib
 import inspect
 import json
@@ -55,8 +56,9 @@ CACHE = "bayes-average.pt"  # in --out: the average's per-target densities of ea
 
 class AverageCache:
     """The Bayes average's per-target log densities (``[tasks, n_tgt]`` float64), keyed by
-    what determines them: the rule (:mod:`tnpx.gp_average`'s source and the grid options) and
-    the batch's tensors. A changed rule or task is a different key, so it is computed afresh.
+    what determines them: the rule (:mod:`tnpx.gp_average`'s source, the grid options and the
+    prior it integrates over) and the batch's tensors. A changed rule, prior or task is a
+    different key, so it is computed afresh.
 
     Args:
         path: the cache file (written by :meth:`save`); ``None`` keeps nothing.
@@ -74,17 +76,21 @@ class AverageCache:
         self.reused: dict[str, int] = {}  # commit -> batches reused
 
     @staticmethod
-    def key(batch: Batch, grid: dict) -> str:
+    def key(batch: Batch, grid: dict, prior: GPConfig) -> str:
         digest = hashlib.sha256(inspect.getsource(gp_average).encode())
         digest.update(json.dumps(grid, sort_keys=True).encode())
+        digest.update(json.dumps(dataclasses.asdict(prior), sort_keys=True, default=str).encode())
         for t in (batch.xc, batch.yc, batch.xt, batch.yt, batch.mask_c):
             digest.update(b"none" if t is None else t.contiguous().numpy().tobytes())
         return digest.hexdigest()
 
-    def average(self, batch: Batch, grid: dict, hyper_grid: HyperGrid) -> torch.Tensor:
+    def average(
+        self, batch: Batch, grid: dict, prior: GPConfig, hyper_grid: HyperGrid
+    ) -> torch.Tensor:
         """Per-target log densities of the average on ``batch`` (:func:`average_log_likelihood`
-        with ``hyper_grid``, built from the options ``grid``), reused when cached."""
-        key = self.key(batch, grid)
+        with ``hyper_grid``, built from ``prior`` and the options ``grid``), reused when
+        cached."""
+        key = self.key(batch, grid, prior)
         if key in self.entries:
             entry = self.entries[key]
             if key in self.earlier:  # (a batch met twice in one run is not a reuse)
@@ -161,7 +167,7 @@ def score_tasks(
             for name, model in {"oracle": oracle, **models}.items():
                 pred = model.predict_batch(batch)
                 densities[name].append(pred.log_prob(batch.yt).sum(-1).double())
-        densities["average"].append(cache.average(batch, grid, hyper_grid))
+        densities["average"].append(cache.average(batch, grid, prior, hyper_grid))
     per_target = {name: torch.cat(v) for name, v in densities.items()}
     region = torch.cat(inside)
     out = summarise(per_target, torch.ones_like(region))

@@ -4,6 +4,7 @@ irreducible part and the model's shortfall."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -92,10 +93,14 @@ def test_average_cache_reused_only_for_same_task_and_rule(tiny_grids, tmp_path, 
         "computed_batches": computed,
         "reused_batches": {},
     }
-    # another rule or another task is another key
+    # another rule, prior or task is another key
     cfg = load_config(bayes.CONFIG)
-    batch = batch_at(single_kernel_sampler(cfg), 0, split="test")
-    key = bayes.AverageCache.key(batch, TINY)
-    assert key != bayes.AverageCache.key(batch, {**TINY, "n_noise": 3})
+    sampler = single_kernel_sampler(cfg)
+    batch, prior = batch_at(sampler, 0, split="test"), sampler.config
+    key = bayes.AverageCache.key(batch, TINY, prior)
+    assert key == bayes.AverageCache.key(batch, dict(reversed(TINY.items())), prior)
+    assert key != bayes.AverageCache.key(batch, {**TINY, "n_noise": 3}, prior)
+    wider = dataclasses.replace(prior, lengthscale_b=prior.lengthscale_b * 2)
+    assert key != bayes.AverageCache.key(batch, TINY, wider)
     batch.yt = batch.yt + 1e-6
-    assert key != bayes.AverageCache.key(batch, TINY)
+    assert key != bayes.AverageCache.key(batch, TINY, prior)
