@@ -61,7 +61,8 @@ class AverageCache:
     different key, so it is computed afresh.
 
     Args:
-        path: the cache file (written by :meth:`save`); ``None`` keeps nothing.
+        path: the cache file (written by :meth:`save` with the entries this run used, so it
+            holds what the report beside it needs); ``None`` keeps nothing.
         commit: the commit computing new entries, recorded beside each.
         reuse: read ``path``'s entries if it exists (else start empty and overwrite it).
     """
@@ -72,6 +73,7 @@ class AverageCache:
         if reuse and path is not None and path.exists():
             self.entries = torch.load(path, weights_only=True)
         self.earlier = set(self.entries)  # keys from earlier runs
+        self.used: set[str] = set()
         self.computed = 0
         self.reused: dict[str, int] = {}  # commit -> batches reused
 
@@ -91,6 +93,7 @@ class AverageCache:
         with ``hyper_grid``, built from ``prior`` and the options ``grid``), reused when
         cached."""
         key = self.key(batch, grid, prior)
+        self.used.add(key)
         if key in self.entries:
             entry = self.entries[key]
             if key in self.earlier:  # (a batch met twice in one run is not a reuse)
@@ -103,7 +106,7 @@ class AverageCache:
 
     def save(self) -> None:
         if self.path is not None:
-            torch.save(self.entries, self.path)
+            torch.save({k: v for k, v in self.entries.items() if k in self.used}, self.path)
 
     def summary(self) -> dict:
         return {"computed_batches": self.computed, "reused_batches": self.reused}

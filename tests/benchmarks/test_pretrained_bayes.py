@@ -87,6 +87,12 @@ def test_average_cache_reused_only_for_same_task_and_rule(tiny_grids, tmp_path, 
     # every look-up is a reuse now: the convergence check's coarse batch is the first row's
     assert sum(again["average_cache"]["reused_batches"].values()) == computed + 1
     assert again["eval"]["average_ll"] == first["eval"]["average_ll"]
+    assert len(torch.load(out / bayes.CACHE, weights_only=True)) == computed
+    assert bayes.main([*argv, "--batches", "2"]) == 0  # one more batch: only it is computed
+    more = json.loads((out / "bayes-reference.json").read_text())["average_cache"]
+    assert more["computed_batches"] >= 1 and sum(more["reused_batches"].values()) >= computed
+    assert bayes.main(argv) == 0  # back to one: the file keeps what this report used
+    assert len(torch.load(out / bayes.CACHE, weights_only=True)) == computed
     assert "reused for" in (out / "bayes-reference.md").read_text()
     assert bayes.main([*argv, "--recompute"]) == 0
     assert json.loads((out / "bayes-reference.json").read_text())["average_cache"] == {
