@@ -2,7 +2,8 @@
 the v2 long runs', on the single-kernel prior (a) and the composite prior (b) against the GP
 oracle; the part of each gap that no model can remove (``bayes-reference.json``,
 :mod:`benchmarks.pretrained_bayes`); and zero-shot on measured series beside a GP fitted per
-series (the cards' ``real_series``, :mod:`benchmarks.pretrained_real`).
+series (for each model the newest ``real-series*.json`` that scored it,
+:mod:`benchmarks.pretrained_real`).
 
     python benchmarks/pretrained.py --report      # results/pretrained/zoo.{md,json}
 
@@ -195,12 +196,14 @@ def report(
     commit: str,
 ) -> str:
     """The markdown report; ``real``: each model's real-series summary (may be empty)."""
+    first = next(iter(cards.values()))
     sections = [
         "# The 1D zoo: today's models and the v2 long runs against the GP oracle",
         "",
         "**What**: every 1D model shipped in `src/tnpx/zoo/`, scored against the GP oracle on "
-        "the same 1,024 held-out tasks: (a) the single-kernel prior of today's zoo (five "
-        "kernels, variance 1) and (b) the v2 zoo's composite prior (sums of a trend, a periodic "
+        f"the same {first['eval']['n_tasks']:,} held-out tasks of each prior: (a) the "
+        "single-kernel prior of today's zoo (five kernels, variance 1) and (b) the v2 zoo's "
+        "composite prior (sums of a trend, a periodic "
         "component and rough variation, per-task output scale and noise), its composite tasks "
         "only. Metric: LL per target point (higher is better), mean ± s.e. over tasks; the gap "
         "is oracle − model, paired over tasks (lower is better). The v2 models are long runs "
@@ -217,7 +220,7 @@ def report(
         f"**Protocol or budget**: issue 20's goal, a gap ≤ {TARGET_GAP} nats on (a). Not a paper "
         "experiment: no paper number applies. Training: see each card's `config` and steps.",
         "",
-        f"**Hardware**: {next(iter(cards.values()))['hardware']} (the cards').",
+        f"**Hardware**: {first['hardware']} (the cards').",
         "",
         *summary_rows(cards),
         *(["", "Not in the zoo:", "", *pending] if pending else []),
