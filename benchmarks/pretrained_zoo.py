@@ -25,7 +25,7 @@ from tnpx.checkpoint import load
 from tnpx.runs import run_status
 from tnpx.train_state import last_checkpoint
 
-REPORT = "zoo"  # results/pretrained/zoo.{md,json}
+REPORT = "zoo"  # results/pretrained/zoo.{md,json,png}
 
 
 def zoo_cards(zoo: Path) -> dict[str, dict]:
@@ -225,7 +225,7 @@ def report(
         *summary_rows(cards),
         *(["", "Not in the zoo:", "", *pending] if pending else []),
         "",
-        "Gap to the GP oracle per kernel on (a) (256 tasks each):",
+        f"Gap to the GP oracle per kernel on (a) (256 tasks each; `{REPORT}.png` draws it):",
         "",
         *kernel_rows(cards, bayes),
     ]
@@ -255,11 +255,47 @@ def report(
     return "\n".join(sections)
 
 
+def plot_gaps(cards: dict[str, dict], bayes: dict | None, path: Path) -> Path:
+    """Bars: each model's gap to the oracle on (a), overall and per kernel, the irreducible
+    part (Bayes average) as a black tick on each group, and issue 20's goal as a line."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    from tnpx.plot import save_figure
+
+    groups = ["all", *KERNELS]
+    x = np.arange(len(groups))
+    width = 0.8 / len(cards)
+    fig, ax = plt.subplots(figsize=(8, 3.6))
+    for i, (name, c) in enumerate(cards.items()):
+        entries = [c["eval"], *(c["per_kernel"][k] for k in KERNELS)]
+        ax.bar(
+            x - 0.4 + (i + 0.5) * width,
+            [e["gap"] for e in entries],
+            width,
+            yerr=[2 * e["gap_se"] for e in entries],
+            label=name,
+            capsize=2,
+        )
+    if bayes is not None:
+        floor = [bayes["eval"]["gap"], *(bayes["per_kernel"][k]["gap"] for k in KERNELS)]
+        ax.hlines(floor, x - 0.42, x + 0.42, colors="black", label="irreducible (Bayes average)")
+    ax.axhline(TARGET_GAP, color="grey", ls="--", lw=1, label=f"goal ({TARGET_GAP})")
+    ax.set_xticks(x, groups)
+    ax.set_ylabel("gap to the GP oracle (nats per target)")
+    ax.set_title("The 1D zoo on the single-kernel prior (a): lower is better; bars ± 2 s.e.")
+    ax.legend(fontsize=7)
+    return save_figure(fig, path)
+
+
 def write_report(
     zoo: Path, out: Path, runs: Path, command: str, commit: str
 ) -> tuple[Path, dict[str, dict]]:
-    """Write ``out/zoo.md`` and ``out/zoo.json`` (the cards as reported); return the report's
-    path and the cards."""
+    """Write ``out/zoo.md``, ``out/zoo.json`` (the cards as reported) and ``out/zoo.png``
+    (:func:`plot_gaps`); return the report's path and the cards."""
     cards = with_composite(zoo_cards(zoo), zoo)
     if not cards:
         raise ValueError(f"{zoo}: no gp1d-* cards to report")
@@ -268,6 +304,7 @@ def write_report(
     real = {n: r for n in cards if (r := real_series_summary(n, out)) is not None}
     text = report(cards, bayes, real, unshipped(zoo, runs), command, commit)
     out.mkdir(parents=True, exist_ok=True)
+    plot_gaps(cards, bayes, out / f"{REPORT}.png")
     (out / f"{REPORT}.md").write_text(text)
     (out / f"{REPORT}.json").write_text(json.dumps(cards, indent=1) + "\n")
     return out / f"{REPORT}.md", cards

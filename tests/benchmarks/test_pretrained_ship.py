@@ -238,7 +238,9 @@ def test_zoo_report_has_every_card_and_says_what_is_missing(zoo, runs, tmp_path)
     assert text.count("| nile | 2.00 | 2.00 | 1.00 | 3.250 | 3.250 | 2.500 | 200x | 200x |") == 2
     assert "`real-series-v2.json` (commit `c0ffee0`)" in text
     assert "The rest is `gp1d-tnp`'s own shortfall, 0.400 on the reference's tasks" in text
-    assert json.loads((out / "zoo.json").read_text()) == cards
+    assert (
+        json.loads((out / "zoo.json").read_text()) == cards and (out / "zoo.png").stat().st_size > 0
+    )
 
 
 def test_cli_zoo_report_and_an_empty_zoo(zoo, runs, tmp_path, capsys):
