@@ -258,11 +258,15 @@ def reading(result: dict) -> str:
     return " ".join(parts)
 
 
+def _duration(seconds: float) -> str:
+    return f"{seconds / 60:.0f} min" if seconds >= 120 else f"{seconds:.0f} s"
+
+
 def timing(result: dict) -> str:
     """This run's time, and where the average's densities came from."""
     seconds, cache = result["seconds"], result.get("average_cache", {})
     text = (
-        f"{seconds['total'] / 60:.0f} min in all ({seconds['overall'] / 60:.0f} min for the "
+        f"{_duration(seconds['total'])} in all ({_duration(seconds['overall'])} for the "
         f"{result['eval']['n_tasks']:,} tasks of the first row)"
     )
     reused = cache.get("reused_batches", {})
