@@ -21,9 +21,6 @@ costs seconds. The report says which commits computed the reused densities.
 from __future__ import annotations
 
 import argparse
-import dataclasses
-import hashlib
-import inspect
 import json
 import sys
 import time
@@ -34,15 +31,14 @@ import torch
 if not __package__:  # run as a file: the repository root, for `benchmarks.*`
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.bayes_cache import CACHE, AverageCache
 from benchmarks.pretrained_eval import KERNELS, ROOT, single_kernel_sampler
-from tnpx import gp_average
-from tnpx.batch import Batch
 from tnpx.checkpoint import load
 from tnpx.config import load_config
 from tnpx.data import GPConfig, batch_at
 from tnpx.evaluate import mean_se
 from tnpx.experiments.provenance import command_line, git_commit, hardware
-from tnpx.gp_average import HyperGrid, average_log_likelihood
+from tnpx.gp_average import HyperGrid
 from tnpx.models import build_model
 from tnpx.zoo import list_pretrained, pretrained
 
@@ -51,65 +47,6 @@ GRID = {"n_lengthscale": 12, "n_period": 96, "n_noise": 64, "refinements": 16, "
 FINE = {"n_lengthscale": 24, "n_period": 192, "n_noise": 128, "refinements": 24, "tolerance": 1e-4}
 FINE_BATCHES = 2  # tasks the fine grid re-scores (it costs ~7x the default grid per task)
 TARGET_GAP = 0.15  # issue 20's goal on this prior
-CACHE = "bayes-average.pt"  # in --out: the average's per-target densities of earlier runs
-
-
-class AverageCache:
-    """The Bayes average's per-target log densities (``[tasks, n_tgt]`` float64), keyed by
-    what determines them: the rule (:mod:`tnpx.gp_average`'s source, the grid options and the
-    prior it integrates over) and the batch's tensors. A changed rule, prior or task is a
-    different key, so it is computed afresh.
-
-    Args:
-        path: the cache file (written by :meth:`save` with the entries this run used, so it
-            holds what the report beside it needs); ``None`` keeps nothing.
-        commit: the commit computing new entries, recorded beside each.
-        reuse: read ``path``'s entries if it exists (else start empty and overwrite it).
-    """
-
-    def __init__(self, path: Path | None, commit: str = "unknown", reuse: bool = True) -> None:
-        self.path, self.commit = path, commit
-        self.entries: dict[str, dict] = {}
-        if reuse and path is not None and path.exists():
-            self.entries = torch.load(path, weights_only=True)
-        self.earlier = set(self.entries)  # keys from earlier runs
-        self.used: set[str] = set()
-        self.computed = 0
-        self.reused: dict[str, int] = {}  # commit -> batches reused
-
-    @staticmethod
-    def key(batch: Batch, grid: dict, prior: GPConfig) -> str:
-        digest = hashlib.sha256(inspect.getsource(gp_average).encode())
-        digest.update(json.dumps(grid, sort_keys=True).encode())
-        digest.update(json.dumps(dataclasses.asdict(prior), sort_keys=True, default=str).encode())
-        for t in (batch.xc, batch.yc, batch.xt, batch.yt, batch.mask_c):
-            digest.update(b"none" if t is None else t.contiguous().numpy().tobytes())
-        return digest.hexdigest()
-
-    def average(
-        self, batch: Batch, grid: dict, prior: GPConfig, hyper_grid: HyperGrid
-    ) -> torch.Tensor:
-        """Per-target log densities of the average on ``batch`` (:func:`average_log_likelihood`
-        with ``hyper_grid``, built from ``prior`` and the options ``grid``), reused when
-        cached."""
-        key = self.key(batch, grid, prior)
-        self.used.add(key)
-        if key in self.entries:
-            entry = self.entries[key]
-            if key in self.earlier:  # (a batch met twice in one run is not a reuse)
-                self.reused[entry["commit"]] = self.reused.get(entry["commit"], 0) + 1
-            return entry["average"]
-        value = average_log_likelihood(batch, hyper_grid, per_target=True)
-        self.entries[key] = {"average": value, "commit": self.commit}
-        self.computed += 1
-        return value
-
-    def save(self) -> None:
-        if self.path is not None:
-            torch.save({k: v for k, v in self.entries.items() if k in self.used}, self.path)
-
-    def summary(self) -> dict:
-        return {"computed_batches": self.computed, "reused_batches": self.reused}
 
 
 def summarise(per_target: dict[str, torch.Tensor], region: torch.Tensor) -> dict:

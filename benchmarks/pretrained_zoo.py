@@ -24,6 +24,7 @@ from benchmarks.pretrained_ship import TARGET_GAP, V2, _relative, real_series_su
 from tnpx.checkpoint import load
 from tnpx.runs import run_status
 from tnpx.train_state import last_checkpoint
+from tnpx.zoo import trained_on_composite
 
 REPORT = "zoo"  # results/pretrained/zoo.{md,json,png}
 
@@ -79,10 +80,10 @@ def summary_rows(cards: dict[str, dict]) -> list[str]:
     ]
     for name, c in cards.items():
         a, b = c["eval"], c["eval_composite"]
-        prior = "composite" if "a mixture" in c["trained_on"] else "single-kernel"
         hours = f"{c['train_s'] / 3600:.1f} h" if c.get("train_s") else "—"
         met = "met" if a["gap"] <= TARGET_GAP else f"missed by {a['gap'] - TARGET_GAP:.3f}"
         here = " *" if b.get("computed_here") else ""
+        prior = "composite" if trained_on_composite(c) else "single-kernel"
         rows.append(
             f"| `{name}` | {c['model']} | {c['params']:,} | {prior} | {c['steps']:,} "
             f"({c['batch_size']}) | {hours} | {_pm(a, 'll')} | {_pm(a)} | {met} | "

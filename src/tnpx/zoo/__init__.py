@@ -99,30 +99,33 @@ def _folder(name: str) -> Path:
     return models[name]
 
 
+def trained_on_composite(card: dict) -> bool:
+    """Whether a card's model trained on the composite prior (its ``trained_on`` sentence,
+    written by ``benchmarks/pretrained_ship.trained_on``, then reads "a mixture")."""
+    return "a mixture" in card["trained_on"]
+
+
+def _prior(card: dict) -> str:
+    return "single + composite GPs" if trained_on_composite(card) else "single-kernel GPs"
+
+
 def describe() -> str:
     """A markdown table of the shipped models for ``tnpx models --pretrained``, each model's
-    training prior in full below it.
-
-    Every card's ``eval`` is scored on the same held-out tasks (the first zoo's single-kernel
-    prior), so the LL and gap columns compare the models task for task.
-    """
+    training prior in full below it. The LL and gap columns are each card's ``eval``; the
+    table says they share their tasks only when the cards' oracle LLs agree."""
+    cards = {name: model_card(name) for name in list_pretrained()}
     lines = [
         "| name | model | params | steps | trained on | LL | GP oracle LL | gap |",
         "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
-    priors = []
-    for name in list_pretrained():
-        c = model_card(name)
+    for name, c in cards.items():
         e = c["eval"]
-        # (benchmarks/pretrained_ship.trained_on writes "a mixture" for the composite prior)
-        prior = "single + composite GPs" if "a mixture" in c["trained_on"] else "single-kernel GPs"
         lines.append(
-            f"| {name} | {c['model']} | {c['params']:,} | {c['steps']:,} | {prior} | "
+            f"| {name} | {c['model']} | {c['params']:,} | {c['steps']:,} | {_prior(c)} | "
             f"{e['ll']:.3f} ± {e['ll_se']:.3f} | {e['oracle_ll']:.3f} | "
             f"{e['gap']:.3f} ± {e['gap_se']:.3f} |"
         )
-        priors.append(f"- {name}: {c['trained_on']}")
-    evals = [model_card(name)["eval"] for name in list_pretrained()]
+    evals = [c["eval"] for c in cards.values()]
     # the same tasks give the same oracle LL: say "the same" only when they do
     same = len({(e["n_tasks"], round(e["oracle_ll"], 9)) for e in evals}) == 1
     where = (
@@ -134,6 +137,6 @@ def describe() -> str:
         "",
         f"LL per target point on {where}; gap = GP oracle − model (lower is better). "
         "Training priors:",
-        *priors,
+        *(f"- {name}: {c['trained_on']}" for name, c in cards.items()),
     ]
     return "\n".join(lines)
