@@ -38,6 +38,10 @@ RUNS: dict[str, tuple[str, list[str]]] = {
 # 2,500 steps is in the configs.
 RUNS["gp1d-v2-tnp"] = ("configs/pretrained-gp1d-v2-tnp.yaml", [])
 RUNS["gp1d-v2-te-tnp-rope"] = ("configs/pretrained-gp1d-v2-te-tnp-rope.yaml", [])
+# Their second stage (issue 33, item 1): each fine-tuned from its first stage's model.pt with
+# targets a context width beyond the context, so the zoo is calibrated where predict is used.
+for _m in ("tnp", "te-tnp-rope"):
+    RUNS[f"gp1d-v2-{_m}-far"] = (f"configs/pretrained-gp1d-v2-{_m}-far.yaml", [])
 # What a bare `advance` trains, in this order (finished runs are skipped): the three KR-1 runs
 # issue 20 requires, the two v2 zoo models it ships, then TNP-KR-Fast (the issue's "if time
 # allows"; ConvCNP's ~2 s a step at batch 32 would take ~55 hours of one core: not queued).

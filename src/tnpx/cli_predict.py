@@ -24,7 +24,7 @@ def _predict_and_write(args) -> int:
     predicted and written before the next is read), so memory does not grow with the number
     of targets; a model that cannot stream takes them all at once."""
     from .output_files import refuse_overwriting
-    from .predict import Options, resolve_model, stream_prediction
+    from .predict import Options, extrapolation_limits, resolve_model, stream_prediction
     from .zoo import checkpoint_file
 
     args.model = str(checkpoint_file(args.model))
@@ -39,7 +39,7 @@ def _predict_and_write(args) -> int:
     options = Options(
         args.x_cols, args.y_cols, not args.no_scale_inputs, not args.no_standardise,
         args.input_range, args.output_scale, args.domain, args.level, args.chunk_size,
-        args.drop_missing,
+        args.drop_missing, args.allow_extrapolation, extrapolation_limits(args.model),
     )  # fmt: skip
     plan, blocks = stream_prediction(
         net, recorded, why, args.context, args.targets, options, rows=args.chunk_size
@@ -198,6 +198,11 @@ def add_predict(sub) -> None:
     )
     p.add_argument(
         "--drop-missing", action="store_true", help="drop rows with missing values (warns)"
+    )
+    p.add_argument(
+        "--allow-extrapolation",
+        action="store_true",
+        help="predict at targets beyond a zoo model's hard limit (its card) too; they warn",
     )
     p.add_argument(
         "--chunk-size",

@@ -76,6 +76,10 @@ class TrainConfig:
     # quiet machine); off by default because the long runs go two at a time on two cores,
     # where the worker competes with the other run (a busy-machine A/B measured 1.02-1.21x).
     prefetch: bool = False
+    # Start from the weights of a checkpoint (a path or a pretrained model's name): fine-tuning.
+    # The model section must build the same architecture; optimiser and schedule start afresh.
+    # A resumed run ignores it (its own checkpoint holds the weights).
+    init_from: str | None = ruled(optional(non_empty()), None)
 
 
 @dataclass

@@ -33,6 +33,14 @@ checkpoint without that record falls back to ``[-2, 2]`` with a warning.
 model unchanged); ``input_scale``, ``output_scale`` and ``domain`` set them by hand. The maps
 used are recorded in ``result.attrs["tnpx"]``.
 
+Extrapolation. A target's *distance* is how far it lies outside the context's input range, in
+widths of that range (the largest over input columns). A zoo model's card records how far its
+calibration was measured to hold on held-out tasks of its prior (``safe_range``:
+:mod:`tnpx.extrapolation`): targets beyond that distance get one warning, and targets beyond
+its hard limit (where the measurement found it no longer calibrated, or stopped) are refused
+with a :class:`DataError` unless ``allow_extrapolation=True``. Other models warn beyond one
+width and refuse nothing (:func:`extrapolation_limits`).
+
 Safety. In the model's units every context value and target input must lie within
 ``+-max_abs_input(dtype)`` (:mod:`tnpx.validation`: 1e9 for float32 models, 1e77 for float64),
 where every model's arithmetic stays finite; a value beyond it, or a prediction that is not
@@ -49,6 +57,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .predict_scaling import ExtrapolationLimits
 from .predict_steps import (  # noqa: F401 (can_stream ... prediction_frame: this module's API)
     DEFAULT_DOMAIN,
     Options,
@@ -97,6 +106,27 @@ def resolve_model(model) -> tuple[NeuralProcess, tuple[float, float] | None, str
     return net, domain, f"{path}'s data sampler {experiment.data.get('name')!r} has no domain"
 
 
+def extrapolation_limits(model) -> ExtrapolationLimits:
+    """How far beyond its context ``model`` (an object, a checkpoint path or a pretrained
+    name) is trusted: a zoo model's card records its measured safe range (targets beyond it
+    warn) and hard limit (targets beyond it are refused); any other model warns beyond one
+    context-range width and has no limit (module docstring, "Extrapolation")."""
+    from .models import NeuralProcess
+    from .zoo import card_of_checkpoint, checkpoint_file
+
+    if isinstance(model, NeuralProcess):
+        return ExtrapolationLimits()
+    card = card_of_checkpoint(checkpoint_file(model))
+    measured = (card or {}).get("safe_range")
+    if not measured:
+        return ExtrapolationLimits()
+    return ExtrapolationLimits(
+        warn_at=measured["widths"],
+        refuse_at=measured["hard_limit"],
+        model=card["name"],
+    )
+
+
 def training_domain(experiment: ExperimentConfig) -> tuple[float, float] | None:
     """The box the training context inputs were drawn from, per the recorded config (the
     same box on every input axis): the sampler's ``input_domain``, None for one without."""
@@ -126,6 +156,7 @@ def predict(
     level: float = 0.95,
     chunk_size: int = 16384,
     drop_missing: bool = False,
+    allow_extrapolation: bool = False,
 ) -> pd.DataFrame:
     """Predict the outputs at ``targets`` given ``context``, in the user's units.
 
@@ -151,6 +182,8 @@ def predict(
         level: the probability of the central interval ``<y>_lower``..``<y>_upper``.
         chunk_size: targets decoded per chunk (the model's memory is bounded by a chunk).
         drop_missing: drop rows with a missing value (with a warning) instead of failing.
+        allow_extrapolation: predict at targets beyond the model's hard limit (a zoo model's
+            card: :func:`extrapolation_limits`) too, instead of failing; they still warn.
 
     Returns:
         A DataFrame, one row per target in order (index of ``targets``): the input columns,
@@ -167,14 +200,15 @@ def predict(
             is not a number, a missing value, or a column count the model does not take; a
             value that in the model's units is beyond the range its arithmetic stays finite
             in (:func:`tnpx.validation.max_abs_input`: 1e9 for a float32 model), or a
-            prediction that is not finite (each names the row and column).
+            prediction that is not finite (each names the row and column); a target beyond a
+            zoo model's hard limit without ``allow_extrapolation``.
         CheckpointError: ``model`` is a path but not a readable tnpx checkpoint.
     """
     import pandas as pd
 
     options = Options(
         x_cols, y_cols, scale_inputs, standardise_outputs, input_scale, output_scale, domain,
-        level, chunk_size, drop_missing,
+        level, chunk_size, drop_missing, allow_extrapolation, extrapolation_limits(model),
     )  # fmt: skip
     net, recorded, why = resolve_model(model)
     plan, blocks = stream_prediction(net, recorded, why, context, targets, options, rows=None)

@@ -8,9 +8,11 @@ choice means is in :mod:`tnpx.predict`'s docstring; the maps themselves are :mod
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
-from .tables import column_names, warn_user
+from .tables import DataError, column_names, warn_user
 from .units import Affine, UnitMap, box_pairs, no_spread, range_onto_box, standardising
 
 
@@ -122,37 +124,100 @@ def fit_units(
     return UnitMap(x_map, y_map), record
 
 
-class FarTargets:
-    """Targets more than one context-range width outside the context's range, counted over
-    any number of chunks of targets (:meth:`add`), with one warning for all (:meth:`warn`)."""
+@dataclass(frozen=True)
+class ExtrapolationLimits:
+    """How far beyond the context's input range (in context-range widths) a model is trusted.
 
-    def __init__(self, xc: np.ndarray, x_cols: list):
+    ``warn_at``: targets further out get one warning (a zoo model's measured safe range, else
+    one width); ``refuse_at``: targets further out are refused unless ``allow`` (a zoo model's
+    hard limit: beyond it its calibration was never measured to hold; None: no limit).
+    ``model`` names the zoo model whose card gave the numbers (None: the default), for the
+    messages."""
+
+    warn_at: float = 1.0
+    refuse_at: float | None = None
+    allow: bool = False
+    model: str | None = None
+
+
+def target_distance(xc: np.ndarray, xt: np.ndarray) -> np.ndarray:
+    """``[n_tgt]``: each target's distance outside the context's input range, in widths of
+    that range (the largest over input columns; 0 inside). ``xc [n_ctx, dim_x]``, ``xt [n_tgt,
+    dim_x]``; a column in which the context has no spread counts nothing."""
+    if len(xc) == 0:
+        return np.zeros(len(xt))
+    lo, hi = xc.min(0), xc.max(0)
+    width = hi - lo
+    spread = width > 0
+    outside = np.maximum(lo - xt, xt - hi).clip(min=0)
+    with np.errstate(over="ignore", invalid="ignore"):
+        widths = np.where(spread, outside / np.where(spread, width, 1.0), 0.0)
+    return widths.max(1) if widths.shape[1] else np.zeros(len(xt))
+
+
+class FarTargets:
+    """Targets beyond ``limits.warn_at`` context-range widths outside the context's range,
+    counted over any number of chunks of targets (:meth:`add`), with one warning for all
+    (:meth:`warn`); a target beyond ``limits.refuse_at`` fails at once (:meth:`add`)."""
+
+    def __init__(self, xc: np.ndarray, x_cols: list, limits: ExtrapolationLimits | None = None):
         """``xc [n_ctx, dim_x]``: the context's inputs (fewer than two: nothing is far)."""
         self.x_cols, self.n_far, self.n = x_cols, 0, 0
+        self.limits = limits or ExtrapolationLimits()
+        self.xc = xc if len(xc) >= 2 else None
         self.lo, self.hi = (xc.min(0), xc.max(0)) if len(xc) >= 2 else (None, None)
         self.far_cols = np.zeros(len(x_cols), dtype=bool)
 
     def add(self, xt: np.ndarray) -> None:
-        """Count the far targets among ``xt [n, dim_x]``."""
+        """Count the far targets among ``xt [n, dim_x]``.
+
+        Raises:
+            DataError: a target lies beyond ``limits.refuse_at`` and ``limits.allow`` is off.
+        """
         self.n += len(xt)
-        if self.lo is None:
+        if self.xc is None or not len(xt):
             return
+        distance = target_distance(self.xc, xt)
+        lim = self.limits
+        if lim.refuse_at is not None and not lim.allow and (distance > lim.refuse_at).any():
+            i = int(np.argmax(distance))
+            raise DataError(
+                f"targets: {int((distance > lim.refuse_at).sum())} of this block's {len(xt)} "
+                f"targets lie beyond {lim.refuse_at:g} context-range widths outside the "
+                f"context's inputs (the furthest, {self._point(xt[i])}, {distance[i]:.3g} "
+                f"widths; context range {self._spans()}): beyond {lim.model}'s hard limit, "
+                "where its card shows no calibration; pass allow_extrapolation=True "
+                "(--allow-extrapolation) to predict there anyway"
+            )
+        far = distance > lim.warn_at
+        self.n_far += int(far.sum())
         width = self.hi - self.lo
-        far = ((xt < self.lo - width) | (xt > self.hi + width)) & (width > 0)
-        self.n_far += int(far.any(1).sum())
-        self.far_cols |= far.any(0)
+        beyond = (xt < self.lo - lim.warn_at * width) | (xt > self.hi + lim.warn_at * width)
+        self.far_cols |= (beyond & (width > 0)).any(0)
+
+    def _point(self, x: np.ndarray) -> str:
+        return ", ".join(f"{c}={v:.4g}" for c, v in zip(self.x_cols, x)) or "a target"
+
+    def _spans(self) -> str:
+        return ", ".join(
+            f"{c!r} [{self.lo[i]:.4g}, {self.hi[i]:.4g}]" for i, c in enumerate(self.x_cols)
+        )
 
     def warn(self) -> None:
         if not self.n_far:
             return
         cols = [c for c, f in zip(self.x_cols, self.far_cols) if f]
-        spans = ", ".join(
-            f"{c!r} [{self.lo[i]:.4g}, {self.hi[i]:.4g}]" for i, c in enumerate(self.x_cols)
+        lim = self.limits
+        trust = (
+            "neural processes extrapolate poorly there"
+            if lim.model is None
+            else f"{lim.model} was measured to stay calibrated only to {lim.warn_at:g} "
+            "(its card's safe range)"
         )
         warn_user(
-            f"{self.n_far} of {self.n} targets lie more than one context-range width outside "
-            f"the context's inputs (in {column_names(cols)}; context range {spans}); neural "
-            "processes extrapolate poorly there"
+            f"{self.n_far} of {self.n} targets lie more than {lim.warn_at:g} context-range "
+            f"width(s) outside the context's inputs (in {column_names(cols)}; context range "
+            f"{self._spans()}); {trust}"
         )
 
 

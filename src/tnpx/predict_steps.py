@@ -13,14 +13,14 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from statistics import NormalDist
 from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 
-from .predict_scaling import FarTargets, fit_units, needs_targets
+from .predict_scaling import ExtrapolationLimits, FarTargets, fit_units, needs_targets
 from .table_chunks import Chunks, open_chunked
 from .tables import DataError, Dropped, Table, choose_columns, numeric_block, read_table, warn_user
 from .units import UnitMap
@@ -48,6 +48,8 @@ class Options:
     level: float = 0.95
     chunk_size: int = 16384
     drop_missing: bool = False
+    allow_extrapolation: bool = False
+    limits: ExtrapolationLimits | None = None  # the model's (extrapolation_limits); None: default
 
     def __post_init__(self):
         if not 0 < self.level < 1:
@@ -224,7 +226,9 @@ def plan_prediction(
         )
         check_units(units, x_cols, y_cols, ctx.name)
         xc_model, yc_model = units.inputs(xc), units.outputs(yc)
-    plan = Plan(net, units, record, x_cols, y_cols, xc_model, yc_model, FarTargets(xc, x_cols), o)
+    limits = replace(o.limits or ExtrapolationLimits(), allow=o.allow_extrapolation)
+    far = FarTargets(xc, x_cols, limits)
+    plan = Plan(net, units, record, x_cols, y_cols, xc_model, yc_model, far, o)
     in_model = np.hstack([xc_model, yc_model])
     check_model_range(ctx, positions, values.to_numpy(), in_model, values.columns, plan.dtype)
     return plan

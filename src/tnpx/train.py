@@ -21,7 +21,7 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
-from .checkpoint import load, save
+from .checkpoint import load, save, state_mismatch
 from .config import ExperimentConfig, config_to_yaml
 from .data import TaskSampler, batch_at, build_sampler
 from .models import NeuralProcess, build_model
@@ -121,6 +121,28 @@ def validation_ll(
     return torch.cat(lls).mean().item()
 
 
+def initialise_from(model: NeuralProcess, source: str) -> None:
+    """Copy the weights of checkpoint ``source`` (a path or a pretrained model's name) into
+    ``model``, which must have the same architecture (fine-tuning, ``train.init_from``).
+
+    Raises:
+        ValueError: the checkpoint holds another model, or one of another size (one line).
+    """
+    from .zoo import checkpoint_file
+
+    path = checkpoint_file(source)
+    donor = load(path)
+    if type(donor) is not type(model):
+        raise ValueError(
+            f"train.init_from={source}: the checkpoint holds a {type(donor).__name__}, "
+            f"the config builds a {type(model).__name__}"
+        )
+    mismatch = state_mismatch(donor.state_dict(), model.state_dict())
+    if mismatch:
+        raise ValueError(f"train.init_from={source}: {mismatch} (set the model section to match)")
+    model.load_state_dict(donor.state_dict())
+
+
 def _clip(params, cfg: ExperimentConfig) -> None:
     if cfg.train.clip_value is not None:
         torch.nn.utils.clip_grad_value_(params, cfg.train.clip_value)
@@ -200,7 +222,10 @@ def _fit(
     optimizer = build_optimizer(parameter_groups(named, cfg.optim), cfg.optim)
     schedule = build_schedule(optimizer, cfg.schedule, cfg.train.steps)
     start, seconds_before = 0, 0.0
-    if resume and ckpt_path.exists():
+    resuming = resume and ckpt_path.exists()
+    if cfg.train.init_from and not resuming:
+        initialise_from(model, cfg.train.init_from)
+    if resuming:
         start, seconds_before = restore_training_state(ckpt_path, model, optimizer, schedule)
         if start >= cfg.train.steps and (out_dir / "model.pt").exists():
             if main:

@@ -16,6 +16,7 @@ from ..batch import Batch
 from ..kernels import KERNELS, canonical_kernel, kernel_matrix_mixed
 from ..validation import check_option
 from .base import TaskSampler, randint, uniform
+from .context_scaling import choose_tasks, scale_like_predict
 
 JITTER = 1e-6
 
@@ -60,6 +61,10 @@ class GPConfig:
     shift: float = 0.0
     input_distribution: str = "uniform"  # uniform | bimodal (uniform layout; TE Table 7)
     bimodal_ranges: list[list[float]] = field(default_factory=lambda: [[-4.0, -1.0], [1.0, 4.0]])
+    # Probability that a task is mapped as tnpx.predict maps a user's task (its context's
+    # range onto the input domain, outputs standardised by the context): data/context_scaling.
+    # 0 draws nothing more, so the batches are those of a config without it.
+    context_scaling: float = 0.0
 
 
 class GPSampler(TaskSampler):
@@ -97,6 +102,8 @@ class GPSampler(TaskSampler):
             raise ValueError(
                 f"need 0 <= min_ctx <= max_ctx, got {config.min_ctx}, {config.max_ctx}"
             )
+        if not 0 <= config.context_scaling <= 1:
+            raise ValueError(f"context_scaling must lie in [0, 1], got {config.context_scaling}")
         if config.layout == "kr" and config.max_ctx > config.n_random:
             raise ValueError(f"max_ctx={config.max_ctx} exceeds n_random={config.n_random}")
         self.dim_x = config.dim_x
@@ -200,7 +207,11 @@ class GPSampler(TaskSampler):
         yc = f_c + noise_c * torch.randn(f_c.shape, generator=g, dtype=torch.float64)
         yt = f_t + noise_t * torch.randn(f_t.shape, generator=g, dtype=torch.float64)
         f32 = torch.float32
-        return Batch(xc.to(f32), yc.to(f32), xt.to(f32), yt.to(f32), info=hyper)
+        batch = Batch(xc.to(f32), yc.to(f32), xt.to(f32), yt.to(f32), info=hyper)
+        if c.context_scaling > 0:  # drawn last: the tasks themselves are those drawn without
+            chosen = choose_tasks(g, b, c.context_scaling)
+            batch = scale_like_predict(batch, self.input_domain, chosen)
+        return batch
 
 
 def _sample_gp(

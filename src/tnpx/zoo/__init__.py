@@ -76,6 +76,16 @@ def checkpoint_file(model: str | os.PathLike) -> Path:
     )
 
 
+def card_of_checkpoint(path: str | os.PathLike) -> dict | None:
+    """The card of the zoo model whose checkpoint file ``path`` is, or None for any other
+    file (a user's checkpoint has no card)."""
+    path = Path(path).resolve()
+    folder = _models().get(path.stem)
+    if folder is None or (folder / f"{path.stem}.pt").resolve() != path:
+        return None
+    return model_card(path.stem)
+
+
 def pretrained(name: str):
     """Load pretrained model ``name`` (in eval mode).
 

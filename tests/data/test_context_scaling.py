@@ -1,0 +1,61 @@
+"""Tasks scaled as tnpx.predict scales a user's task (data/context_scaling.py): equal to a
+float64 re-derivation through predict's own unit maps, task by task; p = 0 changes nothing."""
+
+import numpy as np
+import pytest
+import torch
+
+from tnpx.data import batch_at, build_sampler
+from tnpx.data.context_scaling import scale_like_predict
+from tnpx.predict_scaling import fit_units
+
+GP = dict(kernels=["rbf", "periodic"], layout="uniform", ctx_range=[-2.0, 2.0],
+          tgt_range=[-6.0, 6.0], n_tgt=20, min_ctx=2, max_ctx=30)  # fmt: skip
+
+
+def test_each_task_is_mapped_by_predicts_unit_maps():
+    batch = batch_at(build_sampler("gp", 8, 3, **GP), 0)
+    scaled = scale_like_predict(batch, (-2.0, 2.0))
+    for b in range(8):
+        xc, yc = batch.xc[b].double().numpy(), batch.yc[b].double().numpy()
+        xt, yt = batch.xt[b].double().numpy(), batch.yt[b].double().numpy()
+        units, _ = fit_units(xc, yc, xt, ["x"], ["y"], (-2.0, 2.0), None, True, None)
+        for got, want in [
+            (scaled.xc[b], units.inputs(xc)),
+            (scaled.yc[b], units.outputs(yc)),
+            (scaled.xt[b], units.inputs(xt)),
+            (scaled.yt[b], units.outputs(yt)),
+        ]:
+            np.testing.assert_allclose(got.double().numpy(), want, rtol=1e-5, atol=1e-5)
+        assert scaled.xc[b].min() == pytest.approx(-2.0, abs=1e-5)
+        assert scaled.xc[b].max() == pytest.approx(2.0, abs=1e-5)
+        assert scaled.yc[b].mean() == pytest.approx(0.0, abs=1e-5)
+    assert scaled.info == {}  # the GP oracle's hyper-parameters no longer describe the tasks
+
+
+def test_unchosen_tasks_and_the_input_batch_are_unchanged():
+    batch = batch_at(build_sampler("gp", 6, 1, **GP), 2)
+    before = batch.xc.clone()
+    chosen = torch.tensor([True, False, True, False, False, True])
+    scaled = scale_like_predict(batch, (-2.0, 2.0), chosen)
+    assert torch.equal(batch.xc, before)
+    assert torch.equal(scaled.xc[~chosen], batch.xc[~chosen])
+    assert torch.equal(scaled.yt[~chosen], batch.yt[~chosen])
+    assert not torch.allclose(scaled.yc[chosen], batch.yc[chosen])
+
+
+def test_a_context_without_spread_keeps_its_inputs():
+    batch = batch_at(build_sampler("gp", 4, 0, **{**GP, "min_ctx": 1, "max_ctx": 1}), 0)
+    scaled = scale_like_predict(batch, (-2.0, 2.0))
+    assert torch.equal(scaled.xc, batch.xc) and torch.equal(scaled.xt, batch.xt)
+    assert torch.allclose(scaled.yc, torch.zeros_like(scaled.yc))  # y - y (scale 1)
+
+
+def test_the_sampler_option():
+    plain = batch_at(build_sampler("gp", 16, 5, **GP), 4)
+    off = batch_at(build_sampler("gp", 16, 5, **GP, context_scaling=0.0), 4)
+    assert torch.equal(plain.yt, off.yt) and "kernel" in off.info
+    on = batch_at(build_sampler("gp-composite", 16, 5, **GP, context_scaling=1.0), 4)
+    assert torch.allclose(on.yc.mean(1), torch.zeros(16, 1), atol=1e-5)
+    with pytest.raises(ValueError, match="context_scaling must lie in"):
+        build_sampler("gp", 4, 0, **GP, context_scaling=1.5)
