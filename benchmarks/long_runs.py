@@ -32,6 +32,14 @@ RUNS: dict[str, tuple[str, list[str]]] = {
     f"kr1-rbf-{model}": ("configs/kr1-rbf.yaml", [f"model.name={model}", "train.val_every=2500"])
     for model in ("tnp-d", "tnp-kr-full", "cnp", "tnp-kr-fast", "convcnp")
 }
+# The rest of KR-1 at the exact protocol (issue 34, item 3): tnp-kr-full on Matérn-3/2 and
+# periodic first (the issue's required cells), tnp-d on both if the cores allow.
+for _kernel in ("matern32", "periodic"):
+    for _model in ("tnp-kr-full", "tnp-d"):
+        RUNS[f"kr1-{_kernel}-{_model}"] = (
+            f"configs/kr1-{_kernel}.yaml",
+            [f"model.name={_model}", "train.val_every=2500"],
+        )
 # The v2 zoo (issue 20, item 4): the shipped 1D models retrained as long runs on the broader
 # `gp-composite` prior (single kernels beside trend + periodic + rough sums); each config states
 # its size, batch, steps and the measured speed (~7-8 hours of one core each). Validation every
@@ -52,6 +60,8 @@ ORDER = [
     "gp1d-v2-tnp",
     "gp1d-v2-te-tnp-rope",
     "kr1-rbf-tnp-kr-fast",
+    "kr1-matern32-tnp-kr-full",
+    "kr1-periodic-tnp-kr-full",
 ]
 
 

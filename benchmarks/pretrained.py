@@ -167,8 +167,9 @@ def ship_v2(names: list[str], args: argparse.Namespace) -> int:
     provenance = (git_commit(), command_line())
     refused = 0
     for name in names:
-        folder = Path(args.runs) / name
-        config = v2.v2_config(name) if name in v2.RUNS else None
+        run = v2.shipped_run(name)
+        folder = Path(args.runs) / run
+        config = v2.v2_config(run) if run in v2.RUNS else None
         try:
             card = v2.ship(
                 name, folder, Path(args.zoo), config, args.force, args.batches, provenance,

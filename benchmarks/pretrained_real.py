@@ -8,6 +8,10 @@ random splits of two kinds:
 - ``extrapolation``: a window of consecutive points is the context, the next stretch (a quarter
   of the window's length, so targets stay within the models' training target range) the
   targets;
+- ``forecast``: a window of consecutive points is the context, the next stretch of the same
+  length the targets: up to one context width beyond it, where issue 33 found the zoo
+  confidently wrong (the share of targets beyond 5 predicted standard deviations is the
+  measure);
 
 each model predicts through :func:`tnpx.predict` (raw units in, raw units out, its training
 domain read from its checkpoint), and a GPyTorch GP is fitted to the same context
@@ -54,6 +58,7 @@ from tnpx.predict import resolve_model
 WINDOW = 100  # points in a split's window (at most): the zoo saw 1-100 context points
 INTERP_FRACTION = 0.7  # of the window's points that form an interpolation context
 NP_REPEATS = 5  # timed tnpx.predict calls per split (median)
+FORECAST_WINDOW = 50  # context points of a forecast (at most); as many targets after them
 
 
 @dataclass
@@ -81,13 +86,26 @@ def make_split(n_points: int, kind: str, rng: np.random.Generator) -> Split:
         start = int(rng.integers(0, n_points - window - horizon + 1))
         ctx = np.arange(start, start + window)
         return Split(kind, ctx, np.arange(start + window, start + window + horizon))
+    if kind == "forecast":
+        window = min(FORECAST_WINDOW, n_points // 3)
+        start = int(rng.integers(0, n_points - 2 * window + 1))
+        return Split(
+            kind, np.arange(start, start + window), np.arange(start + window, start + 2 * window)
+        )
     raise ValueError(f"unknown split kind {kind!r}; choose from {', '.join(KINDS)}")
 
 
 def score(y: np.ndarray, mean: np.ndarray, std: np.ndarray) -> dict[str, float]:
-    """RMSE of the mean and Gaussian NLL per point, in ``y``'s units."""
-    nll = 0.5 * np.log(2 * math.pi * std**2) + 0.5 * ((y - mean) / std) ** 2
-    return {"rmse": float(np.sqrt(np.mean((y - mean) ** 2))), "nll": float(np.mean(nll))}
+    """RMSE of the mean and Gaussian NLL per point, in ``y``'s units; the shares of points
+    inside the central 95 % interval and beyond 5 predicted standard deviations."""
+    z = np.abs(y - mean) / std
+    nll = 0.5 * np.log(2 * math.pi * std**2) + 0.5 * z**2
+    return {
+        "rmse": float(np.sqrt(np.mean((y - mean) ** 2))),
+        "nll": float(np.mean(nll)),
+        "coverage95": float(np.mean(z <= 1.959963984540054)),
+        "beyond_5sd": float(np.mean(z > 5)),
+    }
 
 
 def model_label(spec: str) -> str:
@@ -154,13 +172,19 @@ def mean_se(values: list[float]) -> tuple[float, float]:
 
 
 def summarise(rows: list[dict], labels: list[str]) -> dict:
-    """Per label: RMSE and NLL mean ± s.e. over splits, median seconds per prediction."""
+    """Per label: RMSE and NLL mean ± s.e. over splits, median seconds per prediction, and
+    the shares of targets inside the 95 % interval and beyond 5σ, pooled over the splits."""
     out = {}
     for label in labels:
         cells = [r["scores"][label] for r in rows]
         rmse, nll = mean_se([c["rmse"] for c in cells]), mean_se([c["nll"] for c in cells])
         seconds = statistics.median(c["seconds"] for c in cells)
-        out[label] = {"rmse": rmse, "nll": nll, "seconds": seconds}
+        n = sum(r["n_tgt"] for r in rows)
+        pooled = {
+            k: sum(c[k] * r["n_tgt"] for c, r in zip(cells, rows)) / n
+            for k in ("coverage95", "beyond_5sd")
+        }
+        out[label] = {"rmse": rmse, "nll": nll, "seconds": seconds, **pooled}
     return out
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-KINDS = ("interpolation", "extrapolation")
+KINDS = ("interpolation", "extrapolation", "forecast")
 GP = "fitted GP"
 
 
@@ -27,6 +27,47 @@ def _table(run: dict, labels: list[str], kind: str) -> list[str]:
         cells += [_cell(summary[lab]["nll"]) for lab in labels]
         rows.append(f"| {name} ({info['y_units']}) | " + " | ".join(cells) + " |")
     return rows
+
+
+def _calibration(run: dict, labels: list[str]) -> list[str]:
+    """Per series and kind: each label's share of targets beyond 5σ (%, pooled over the
+    splits) and its 95 % coverage; runs recorded before these were measured have no table."""
+    head = (
+        ["series, split"] + [f"{lab} >5σ %" for lab in labels] + [f"{lab} cov." for lab in labels]
+    )
+    rows = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
+    for key, result in run["results"].items():
+        s = result["summary"]
+        if "beyond_5sd" not in s[GP]:
+            return []
+        cells = [f"{100 * s[lab]['beyond_5sd']:.1f}" for lab in labels]
+        cells += [f"{s[lab]['coverage95']:.2f}" for lab in labels]
+        rows.append(f"| {key.replace('/', ', ')} | " + " | ".join(cells) + " |")
+    return rows
+
+
+def forecast_verdict(run: dict, labels: list[str]) -> str:
+    """Issue 33's goal: in forecasts, no model beyond 5σ more often than the fitted GP (the
+    shares pooled over every series' forecast targets)."""
+    keys = [k for k in run["results"] if k.endswith("/forecast")]
+    if not keys or "beyond_5sd" not in run["results"][keys[0]]["summary"][GP]:
+        return ""
+
+    def share(label: str) -> float:
+        n = [sum(r["n_tgt"] for r in run["results"][k]["splits"]) for k in keys]
+        got = [run["results"][k]["summary"][label]["beyond_5sd"] for k in keys]
+        return sum(a * b for a, b in zip(n, got)) / sum(n)
+
+    gp = share(GP)
+    parts = [
+        f"`{lab}` {100 * share(lab):.1f} % ({'met' if share(lab) <= gp else 'missed'})"
+        for lab in labels
+        if lab != GP
+    ]
+    return (
+        f"Forecasts, targets beyond 5 predicted standard deviations over all series (goal: no "
+        f"more often than the fitted GP's {100 * gp:.1f} %): " + "; ".join(parts) + "."
+    )
 
 
 def _latency(run: dict, labels: list[str]) -> list[str]:
@@ -84,6 +125,8 @@ def write_report(run: dict, labels: list[str], figure: str, path: Path) -> str:
         f"`{lab}`" + (f" (`{spec}`)" if spec != lab else "") for lab, spec in run["models"].items()
     )
     n = run["n_splits"]
+    has_forecast = any(k.endswith("/forecast") for k in run["results"])
+    forecast = "\n".join(_table(run, labels, "forecast")) if has_forecast else "(not run)"
     text = f"""# Pretrained models zero-shot on measured series, against a GP fitted per series
 
 **What**: the pretrained 1D models ({models}) predicting measured series they never saw,
@@ -96,7 +139,8 @@ the predictive mean and Gaussian NLL of the observations (both lower is better),
 over {n} random splits per series and kind; wall time per prediction (median). Interpolation:
 a window of up to 100 consecutive points, a random 70% as context, the window's other points
 inside the context's range as targets. Extrapolation: up to 80 consecutive points as context,
-the next quarter of that length as targets. Series: {series}.
+the next quarter of that length as targets. Forecast: up to 50 consecutive points as context,
+the next as many as targets (up to one context width beyond it). Series: {series}.
 
 **Command**: `{run["command"]}`, commit `{run["commit"]}` (recorded at start).
 
@@ -117,6 +161,16 @@ one fit (all starts) plus its prediction per split; both are medians over the sp
 ## Extrapolation
 
 {chr(10).join(_table(run, labels, "extrapolation"))}
+
+## Forecast
+
+{forecast}
+
+## Calibration: targets beyond 5σ and 95 % coverage
+
+{chr(10).join(_calibration(run, labels)) or "(not measured in this run)"}
+
+{forecast_verdict(run, labels)}
 
 ## Wall time per prediction
 
@@ -141,7 +195,9 @@ def plot_splits(examples: dict, models: list, path: Path) -> Path:
     import matplotlib.pyplot as plt
 
     names = sorted({name for name, _ in examples}, key=[n for n, _ in examples].index)
-    fig, axes = plt.subplots(len(names), 2, figsize=(11, 2.8 * len(names)), squeeze=False)
+    fig, axes = plt.subplots(
+        len(names), len(KINDS), figsize=(5.5 * len(KINDS), 2.8 * len(names)), squeeze=False
+    )
     colours = ["tab:blue", "tab:orange", "tab:green", "tab:purple"]
     for row, name in enumerate(names):
         for col, kind in enumerate(KINDS):

@@ -34,7 +34,12 @@ from tnpx.experiments.provenance import hardware
 from tnpx.runs import RunStatus, run_status
 from tnpx.train_state import last_checkpoint
 
-V2 = ["gp1d-v2-tnp", "gp1d-v2-te-tnp-rope"]  # zoo names = long-run names (benchmarks/long_runs)
+V2 = ["gp1d-v2-tnp", "gp1d-v2-te-tnp-rope"]  # zoo names (their long runs: STAGES)
+# A zoo name -> its long runs in training order (benchmarks/long_runs): the last is shipped,
+# each earlier one a stage it was fine-tuned from (train.init_from). Issue 33's second stage
+# trains the v2 models on targets a context width out, half the tasks scaled as predict scales
+# them, so that their calibration holds where predict is used.
+STAGES = {name: [name, f"{name}-far"] for name in V2}
 MAX_BYTES = 5_000_000  # a shipped checkpoint (issue 20)
 CHECK_BATCHES = 2  # the check evaluation tests/app/test_zoo.py repeats
 INTERIM_BATCHES = 8  # 128 tasks per prior (32 per kernel): a progress check, not a result
@@ -118,6 +123,27 @@ def real_series_summary(name: str, results: Path) -> dict | None:
     return None
 
 
+def shipped_run(name: str) -> str:
+    """The long run whose weights zoo model ``name`` ships (its last stage)."""
+    return STAGES.get(name, [name])[-1]
+
+
+def earlier_stages(name: str, root: Path) -> list[dict]:
+    """Each finished run zoo model ``name`` was fine-tuned from: run, steps, training seconds."""
+    stages = []
+    for run in STAGES.get(name, [name])[:-1]:
+        st = run_status(root / run)
+        hours = st.train_hours
+        stages.append(
+            {
+                "run": _relative(root / run),
+                "steps": st.steps_done,
+                "train_s": hours and hours * 3600,
+            }
+        )
+    return stages
+
+
 def ship(
     name: str,
     folder: Path,
@@ -171,6 +197,18 @@ def ship(
         **scores,
         "check": {"batches": CHECK_BATCHES, "n_tasks": check.n_tasks, "ll": check.ll},
     }
+    stages = earlier_stages(name, folder.parent) if folder.name == shipped_run(name) else []
+    if stages:  # the card's steps and time are the last stage's; the total says all
+        card["stages"] = stages
+        card["steps_total"] = card["steps"] + sum(st["steps"] for st in stages)
+        card["train_s_total"] = (card["train_s"] or 0) + sum(st["train_s"] or 0 for st in stages)
+    card["train_command"] = (
+        f"python benchmarks/long_runs.py advance --runs {' '.join(STAGES.get(name, [name]))} "
+        "--minutes M"
+    )
+    from benchmarks.pretrained_safe_range import measure
+
+    card["safe_range"] = {**measure(source), "commit": provenance[0], "command": provenance[1]}
     real = real_series_summary(name, results) if results else None
     if real is not None:
         card["real_series"] = real
@@ -271,8 +309,8 @@ def irreducible_note(path: Path) -> list[str]:
 
 
 def v2_runs(root: Path = LONG_RUNS) -> dict[str, Path]:
-    """The v2 long runs' folders under ``root``."""
-    return {name: root / name for name in V2}
+    """The v2 zoo names and the folders of the long runs they ship (last stages) under ``root``."""
+    return {name: root / shipped_run(name) for name in V2}
 
 
 def v2_config(name: str) -> str:

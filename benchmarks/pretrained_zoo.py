@@ -20,7 +20,7 @@ from pathlib import Path
 from benchmarks.pretrained_bayes import shortfalls
 from benchmarks.pretrained_eval import KERNELS, composite_score, experiment
 from benchmarks.pretrained_real_report import GP
-from benchmarks.pretrained_ship import TARGET_GAP, V2, _relative, real_series_summary
+from benchmarks.pretrained_ship import TARGET_GAP, V2, _relative, real_series_summary, shipped_run
 from tnpx.checkpoint import load
 from tnpx.runs import run_status
 from tnpx.train_state import last_checkpoint
@@ -56,7 +56,7 @@ def unshipped(zoo: Path, runs: Path) -> list[str]:
     for name in V2:
         if (zoo / f"{name}.json").exists():
             continue
-        folder = runs / name
+        folder = runs / shipped_run(name)
         if not last_checkpoint(folder).exists():
             lines.append(f"- `{name}`: not shipped; its long run has no checkpoint yet.")
             continue
@@ -72,22 +72,36 @@ def _pm(entry: dict, key: str = "gap") -> str:
     return f"{entry[key]:.3f} ± {entry[f'{key}_se']:.3f}"
 
 
+def _safe(card: dict) -> str:
+    """A card's safe range, hard limit (context widths) and its lowest 95 % coverage within
+    one width beyond the context (``benchmarks/pretrained_safe_range.py``)."""
+    sr = card.get("safe_range")
+    if not sr:
+        return "not measured | — | —"
+    near = [b["coverage95"] for b in sr["profile"] if b["n"] and 0 < b["high"] <= 1.0]
+    return f"{sr['widths']:g} | {sr['hard_limit']:g} | {min(near):.3f}"
+
+
 def summary_rows(cards: dict[str, dict]) -> list[str]:
     rows = [
         "| name | model | params | trained on | steps (batch) | train time | (a) LL | (a) gap "
-        f"| goal ≤ {TARGET_GAP} | (a) 95% cov. | (b) LL | (b) gap | card |",
-        "|" + " --- |" * 13,
+        f"| goal ≤ {TARGET_GAP} | (a) 95% cov. | (b) LL | (b) gap | safe range | hard limit "
+        "| far cov. | card |",
+        "|" + " --- |" * 16,
     ]
     for name, c in cards.items():
         a, b = c["eval"], c["eval_composite"]
-        hours = f"{c['train_s'] / 3600:.1f} h" if c.get("train_s") else "—"
+        seconds = c.get("train_s_total", c.get("train_s"))
+        hours = f"{seconds / 3600:.1f} h" if seconds else "—"
+        steps = " + ".join(f"{st['steps']:,}" for st in [*c.get("stages", []), c])
         met = "met" if a["gap"] <= TARGET_GAP else f"missed by {a['gap'] - TARGET_GAP:.3f}"
         here = " *" if b.get("computed_here") else ""
         prior = "composite" if trained_on_composite(c) else "single-kernel"
         rows.append(
-            f"| `{name}` | {c['model']} | {c['params']:,} | {prior} | {c['steps']:,} "
+            f"| `{name}` | {c['model']} | {c['params']:,} | {prior} | {steps} "
             f"({c['batch_size']}) | {hours} | {_pm(a, 'll')} | {_pm(a)} | {met} | "
-            f"{a['coverage95']:.3f} | {_pm(b, 'll')} | {_pm(b)}{here} | `{c['commit']}` |"
+            f"{a['coverage95']:.3f} | {_pm(b, 'll')} | {_pm(b)}{here} | {_safe(c)} | "
+            f"`{c['commit']}` |"
         )
     return rows
 

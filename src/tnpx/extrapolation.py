@@ -69,13 +69,16 @@ def prior_profile_sampler(cfg: ExperimentConfig) -> TaskSampler:
     """
     from .evaluate import build_test_sampler
 
-    data = cfg.data_options(test=True)
-    if cfg.data["name"] not in ("gp", "gp-composite") or data.get("layout") != "uniform":
+    name = cfg.data["name"]
+    if name not in ("gp", "gp-composite"):
+        raise ValueError(f"{cfg.name}: a prior profile needs gp or gp-composite data, got {name!r}")
+    sampler = build_test_sampler(cfg, **PROFILE_TARGETS)
+    if sampler.config.layout != "uniform":
         raise ValueError(
-            f"{cfg.name}: a prior profile needs gp or gp-composite data in the uniform layout, "
-            f"got {cfg.data['name']!r} ({data.get('layout', 'kr')!r})"
+            f"{cfg.name}: a prior profile needs the uniform layout (targets drawn apart from "
+            f"the context), got {sampler.config.layout!r}"
         )
-    return build_test_sampler(cfg, **PROFILE_TARGETS)
+    return sampler
 
 
 @torch.no_grad()

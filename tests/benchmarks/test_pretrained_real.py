@@ -42,12 +42,22 @@ def test_extrapolation_targets_follow_the_context(n_points, window):
     assert len(starts) > 5  # the splits differ, even on the Nile's 100 years
 
 
+def test_forecast_targets_are_the_next_window():
+    for i in range(10):
+        split = pr.make_split(309, "forecast", np.random.default_rng(i))
+        ctx, tgt = split.context, split.targets
+        assert np.array_equal(ctx, np.arange(ctx[0], ctx[0] + 50))
+        assert np.array_equal(tgt, np.arange(ctx[-1] + 1, ctx[-1] + 51)) and tgt[-1] < 309
+
+
 def test_score_is_rmse_and_gaussian_nll():
     rng = np.random.default_rng(0)
     y, mean, std = rng.normal(size=50), rng.normal(size=50), rng.uniform(0.5, 2, 50)
     got = pr.score(y, mean, std)
     assert got["rmse"] == pytest.approx(np.sqrt(np.mean((y - mean) ** 2)))
     assert got["nll"] == pytest.approx(-norm.logpdf(y, mean, std).mean())
+    z = np.abs(y - mean) / std
+    assert got["beyond_5sd"] == np.mean(z > 5) and got["coverage95"] == np.mean(z <= 1.96)
 
 
 def test_series_gp_finds_the_period_and_predicts_in_the_series_units():
@@ -88,12 +98,13 @@ def test_tiny_run_end_to_end(tmp_path):
     assert (out / "real-series.png").stat().st_size > 0
     assert "| nile (10^8 m^3 per year) |" in text and "tiny RMSE" in text
     saved = json.loads((out / "real-series.json").read_text())
-    assert saved["results"].keys() == {"nile/interpolation", "nile/extrapolation"}
-    for kind in ("interpolation", "extrapolation"):
+    assert saved["results"].keys() == {"nile/interpolation", "nile/extrapolation", "nile/forecast"}
+    assert "## Calibration: targets beyond 5σ" in text and "Forecasts, targets beyond 5" in text
+    for kind in ("interpolation", "extrapolation", "forecast"):
         scores = saved["results"][f"nile/{kind}"]["splits"][0]["scores"]
         assert all(math.isfinite(s["nll"]) and s["seconds"] > 0 for s in scores.values())
         # The model's score is that of tnpx.predict on the split the seed gives.
-        k_index = ("interpolation", "extrapolation").index(kind)
+        k_index = ("interpolation", "extrapolation", "forecast").index(kind)
         series = load_series("nile")
         split = pr.make_split(100, kind, np.random.default_rng([0, 0, k_index, 0]))
         pred = tnpx.predict(
@@ -107,6 +118,7 @@ def test_tiny_run_end_to_end(tmp_path):
         )
         assert scores["tiny"]["nll"] == pytest.approx(want["nll"], rel=1e-5)
         assert scores["tiny"]["rmse"] == pytest.approx(want["rmse"], rel=1e-5)
+        assert scores["tiny"]["beyond_5sd"] == pytest.approx(want["beyond_5sd"])
     assert run["models"] == {"tiny": str(checkpoint)}
 
 

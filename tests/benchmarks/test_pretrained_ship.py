@@ -56,7 +56,8 @@ def runs(tmp_path_factory):
     torch.set_num_threads(1)
     root = tmp_path_factory.mktemp("long-runs")
     (root / "tiny.yaml").write_text(TINY_COMPOSITE)
-    for name, seconds in (("finished", None), ("gp1d-v2-tnp", 1e-9)):
+    # the unfinished run is the last stage of zoo name gp1d-v2-tnp (pretrained_ship.STAGES)
+    for name, seconds in (("finished", None), ("gp1d-v2-tnp-far", 1e-9)):
         cfg = load_config(root / "tiny.yaml", [f"train.out_dir={root / name}"])
         fit(cfg, max_seconds=seconds)
     return root
@@ -127,11 +128,16 @@ def test_ship_a_finished_run_and_load_it_back_by_name(runs, tmp_path, monkeypatc
 def test_an_unfinished_run_is_refused_unless_forced(runs, tmp_path):
     zoo = tmp_path / "zoo"
     with pytest.raises(ship.UnfinishedRun, match=r"unfinished run \(step 1 of 6\).*--force"):
-        ship.ship("gp1d-v2-tnp", runs / "gp1d-v2-tnp", zoo)
+        ship.ship("gp1d-v2-tnp", runs / "gp1d-v2-tnp-far", zoo)
     assert not zoo.exists()
-    card = ship.ship("gp1d-v2-tnp", runs / "gp1d-v2-tnp", zoo, force=True, n_batches=1)
+    with pytest.raises(ValueError, match="gp1d-v2-tnp: no run here"):  # its first stage
+        ship.ship("gp1d-v2-tnp", runs / "gp1d-v2-tnp-far", zoo, force=True, n_batches=1)
+    (runs / "gp1d-v2-tnp").symlink_to(runs / "finished")  # the stage it was tuned from
+    card = ship.ship("gp1d-v2-tnp", runs / "gp1d-v2-tnp-far", zoo, force=True, n_batches=1)
     assert not card["finished"] and card["steps"] == 1 and card["steps_planned"] == 6
-    saved = read_checkpoint(runs / "gp1d-v2-tnp" / "checkpoints" / "last.pt")["state_dict"]
+    assert card["stages"][0]["steps"] == 6 and card["steps_total"] == 7
+    assert card["safe_range"]["n_tasks"] == 32 * 4 and card["safe_range"]["profile"]
+    saved = read_checkpoint(runs / "gp1d-v2-tnp-far" / "checkpoints" / "last.pt")["state_dict"]
     for key, value in read_checkpoint(zoo / "gp1d-v2-tnp.pt")["state_dict"].items():
         assert torch.equal(value, saved[key]), key
 
