@@ -44,3 +44,21 @@ def test_calibrated_and_not_shrinking_out_to_the_safe_range(name):
     beyond = [b for b in within if b.high > 0]
     for near, far in zip(beyond, beyond[1:]):
         assert far.mean_std >= SHRINK * near.mean_std, (name, near, far)
+
+
+def test_the_check_catches_the_collapse_it_was_written_for():
+    """The first `gp1d-v2-te-tnp-rope` (shipped until issue 33; its long run's model.pt):
+    had its card claimed one context width, the check above would have failed it."""
+    from tnpx.zoo import HERE
+
+    first = HERE.parents[2] / "long-runs" / "gp1d-v2-te-tnp-rope" / "model.pt"
+    if not first.exists():
+        pytest.skip("needs the repository's long-runs/ (not in an installed wheel)")
+    torch.set_num_threads(1)
+    cfg = experiment_of(first)
+    profile = distance_profile(
+        tnpx.load(first), prior_profile_sampler(cfg), 2, training_domain(cfg),
+        edges=(0.0, 0.5, 0.75, 1.0),
+    )  # fmt: skip
+    assert min(b.coverage95 for b in profile) < COVERAGE_BAND[0]
+    assert profile[-1].mean_std < SHRINK * profile[1].mean_std  # the std collapsed
