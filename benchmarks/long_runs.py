@@ -40,6 +40,13 @@ for _kernel in ("matern32", "periodic"):
             f"configs/kr1-{_kernel}.yaml",
             [f"model.name={_model}", "train.val_every=2500"],
         )
+# Issue 34, item 4 (CNP's miss, traced): the same run as kr1-rbf-cnp (seed 0: the same batches,
+# so the curves pair step for step) from Flax's lecun_normal weights, dl4bi's initialisation
+# (results/kr1-exact/cnp-gap-analysis.md).
+RUNS["kr1-rbf-cnp-lecun"] = (
+    "configs/kr1-rbf.yaml",
+    ["model.name=cnp", "train.val_every=2500", "train.weight_init=lecun_normal"],
+)
 # The v2 zoo (issue 20, item 4): the shipped 1D models retrained as long runs on the broader
 # `gp-composite` prior (single kernels beside trend + periodic + rough sums); each config states
 # its size, batch, steps and the measured speed (~7-8 hours of one core each). Validation every

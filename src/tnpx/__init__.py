@@ -21,6 +21,7 @@ __all__ = [
     "CheckpointError",
     "ContextStream",
     "DataError",
+    "NPRegressor",
     "NeuralProcess",
     "__version__",
     "build_model",
@@ -33,3 +34,12 @@ __all__ = [
     "sample",
     "save",
 ]
+
+
+def __getattr__(name: str):
+    # NPRegressor imports scikit-learn (an optional extra, ~1.3 s): only when it is asked for.
+    if name == "NPRegressor":
+        from .estimator import NPRegressor
+
+        return NPRegressor
+    raise AttributeError(f"module 'tnpx' has no attribute {name!r}")

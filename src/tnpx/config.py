@@ -80,6 +80,9 @@ class TrainConfig:
     # The model section must build the same architecture; optimiser and schedule start afresh.
     # A resumed run ignores it (its own checkpoint holds the weights).
     init_from: str | None = ruled(optional(non_empty()), None)
+    # Initial weights of a fresh run: each layer's torch default, or Flax's lecun_normal
+    # (src/tnpx/weight_init.py). Ignored by init_from and by a resumed run.
+    weight_init: str = ruled(one_of("default", "lecun_normal"), "default")
 
 
 @dataclass

@@ -208,16 +208,21 @@ class FarTargets:
             return
         cols = [c for c, f in zip(self.x_cols, self.far_cols) if f]
         lim = self.limits
+        where = (
+            "outside the context's input range"
+            if lim.warn_at == 0
+            else f"more than {lim.warn_at:g} context-range width(s) outside the context's inputs"
+        )
         trust = (
             "neural processes extrapolate poorly there"
             if lim.model is None
-            else f"{lim.model} was measured to stay calibrated only to {lim.warn_at:g} "
-            "(its card's safe range)"
+            else f"{lim.model}'s calibration was measured to hold only "
+            + ("inside the context's range" if lim.warn_at == 0 else f"to {lim.warn_at:g} widths")
+            + " (its card's safe range)"
         )
         warn_user(
-            f"{self.n_far} of {self.n} targets lie more than {lim.warn_at:g} context-range "
-            f"width(s) outside the context's inputs (in {column_names(cols)}; context range "
-            f"{self._spans()}); {trust}"
+            f"{self.n_far} of {self.n} targets lie {where} (in {column_names(cols)}; context "
+            f"range {self._spans()}); {trust}"
         )
 
 

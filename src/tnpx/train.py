@@ -37,6 +37,7 @@ from .train_state import (  # noqa: F401 (experiment_of: importable from here, a
     restore_training_state,
     save_training_state,
 )
+from .weight_init import initialise
 
 
 @dataclass
@@ -225,6 +226,8 @@ def _fit(
     resuming = resume and ckpt_path.exists()
     if cfg.train.init_from and not resuming:
         initialise_from(model, cfg.train.init_from)
+    elif not resuming:
+        initialise(model, cfg.train.weight_init)
     if resuming:
         start, seconds_before = restore_training_state(ckpt_path, model, optimizer, schedule)
         if start >= cfg.train.steps and (out_dir / "model.pt").exists():

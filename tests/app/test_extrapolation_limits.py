@@ -54,7 +54,7 @@ def test_a_cards_safe_range_warns_and_its_hard_limit_refuses(limited):
     ) as err:
         tnpx.predict(limited, CONTEXT, far)
     assert "\n" not in str(err.value)
-    with pytest.warns(UserWarning, match="measured to stay calibrated only to 0.5"):
+    with pytest.warns(UserWarning, match="measured to hold only to 0.5 widths"):
         out = tnpx.predict(limited, CONTEXT, far, allow_extrapolation=True)
     assert len(out) == 3 and np.isfinite(out.to_numpy()).all()
 
