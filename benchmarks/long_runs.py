@@ -6,6 +6,13 @@ slices across sessions and machines, each kept in a committed folder ``long-runs
     python benchmarks/long_runs.py status                   # = tnpx runs long-runs
     python benchmarks/long_runs.py advance --minutes 150    # the open runs, two at a time
     python benchmarks/long_runs.py advance --minutes 60 --runs kr1-rbf-cnp
+    python benchmarks/long_runs.py tidy                     # finished runs: drop training state
+
+What git keeps of a run (experiments' policy; tests/test_repository_policy.py checks it): a
+finished run keeps ``config.yaml``, ``metrics.csv`` and ``model.pt`` only (``tidy`` deletes its
+``checkpoints/``; ``advance`` tidies each run it finishes); a running one commits its
+``checkpoints/last.pt`` once, when work on it pauses at the end of a session, and only if it
+will continue.
 
 ``advance`` starts ``tnpx train CONFIG OVERRIDES --resume --max-minutes M`` for each open run
 (at most ``--parallel`` at once, one torch thread each) and waits; every run stops at its time
@@ -87,6 +94,20 @@ def finished(name: str) -> bool:
     return (FOLDER / name / "model.pt").exists()
 
 
+def tidy(names: list[str]) -> list[str]:
+    """Delete the training state (``checkpoints/``) of each finished run; returns their names.
+    A finished run's ``model.pt`` records its steps and seconds (``tnpx runs`` reads them)."""
+    tidied = []
+    for name in names:
+        state = FOLDER / name / "checkpoints"
+        if finished(name) and state.is_dir():
+            for path in state.iterdir():
+                path.unlink()
+            state.rmdir()
+            tidied.append(name)
+    return tidied
+
+
 def advance(names: list[str], minutes: float, parallel: int) -> None:
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
     queue = [n for n in names if not finished(n)]
@@ -105,12 +126,15 @@ def advance(names: list[str], minutes: float, parallel: int) -> None:
             if proc.poll() is not None:
                 print(f"{name}: exit {proc.returncode}", flush=True)
                 running.remove((name, proc))
+                if tidy([name]):
+                    print(f"{name}: finished; its checkpoints/ deleted (model.pt kept)")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="action", required=True)
     sub.add_parser("status", help="steps, speed, ETA and validation LL of every run")
+    sub.add_parser("tidy", help="delete the training state of every finished run")
     go = sub.add_parser("advance", help="train the open runs for a time budget")
     go.add_argument("--minutes", type=float, required=True, help="wall-clock budget per run")
     go.add_argument("--runs", nargs="*", default=ORDER, choices=sorted(RUNS))
@@ -119,6 +143,9 @@ def main() -> None:
     FOLDER.mkdir(exist_ok=True)
     if args.action == "advance":
         advance(args.runs, args.minutes, args.parallel)
+    if args.action == "tidy":
+        for name in tidy(sorted(RUNS)):
+            print(f"{name}: finished; its checkpoints/ deleted (model.pt kept)")
     from tnpx.cli import main as tnpx
 
     sys.exit(tnpx(["runs", str(FOLDER)]))

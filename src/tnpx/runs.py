@@ -3,8 +3,9 @@ training speed, the time to go and the latest held-out validation LL of each run
 
 A long run lives in a folder (``long-runs/<name>/`` for the runs committed with the project)
 with its ``config.yaml``, ``metrics.csv`` and ``checkpoints/last.pt``; it is advanced in slices
-with ``tnpx train CONFIG --resume --max-minutes M``. Everything here is read from those files,
-nothing is trained.
+with ``tnpx train CONFIG --resume --max-minutes M``. A finished run needs only its
+``config.yaml``, ``metrics.csv`` and ``model.pt`` (which records its steps and seconds).
+Everything here is read from those files, nothing is trained.
 """
 
 from __future__ import annotations
@@ -16,8 +17,7 @@ from pathlib import Path
 
 import yaml
 
-from .checkpoint import read_checkpoint
-from .train_state import last_checkpoint
+from .train_state import recorded_progress
 
 RECENT_ROWS = 10  # logged intervals whose speeds give the current rate
 
@@ -61,11 +61,11 @@ def run_status(folder: str | Path) -> RunStatus:
     cfg = yaml.safe_load(config.read_text())
     total = int(cfg["train"]["steps"])
     done, hours = 0, None
-    if last_checkpoint(folder).exists():
-        state = read_checkpoint(last_checkpoint(folder)).get("train_state", {})
-        done, seconds = int(state.get("step", 0)), state.get("seconds")
-        hours = None if seconds is None else float(seconds) / 3600
     rows = _metrics(folder / "metrics.csv")
+    progress = recorded_progress(folder)
+    if progress is not None:
+        done, seconds = progress
+        hours = None if seconds is None else float(seconds) / 3600
     rates = [float(r["steps_per_s"]) for r in rows[-RECENT_ROWS:] if r.get("steps_per_s")]
     vals = [(int(r["step"]), float(r["val_ll"])) for r in rows if r.get("val_ll")]
     return RunStatus(

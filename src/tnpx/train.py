@@ -337,7 +337,9 @@ def _fit(
     if not stopped:
         checkpoint(steps_done)
         if main:
-            save(model, out_dir / "model.pt", experiment=config_to_yaml(cfg))
+            # The totals too, so a finished run's folder needs no checkpoints/last.pt.
+            trained = {"steps": steps_done, "seconds": elapsed()}
+            save(model, out_dir / "model.pt", experiment=config_to_yaml(cfg), trained=trained)
     if world > 1:
         dist.barrier()
     return TrainResult(model, out_dir, steps_done, loss_value, stopped, elapsed())

@@ -134,10 +134,47 @@ def restore_training_state(
         ) from err
 
 
+def recorded_progress(out_dir: Path) -> tuple[int, float | None] | None:
+    """``(steps, seconds)`` a run has trained, summed over resumed slices: from its
+    ``checkpoints/last.pt``, else from the totals a finished run's ``model.pt`` records (a
+    finished run's folder may keep ``model.pt`` alone); None if neither says."""
+    last = last_checkpoint(out_dir)
+    if last.exists():
+        state = read_checkpoint(last).get("train_state", {})
+        return int(state.get("step", 0)), state.get("seconds")
+    final = Path(out_dir) / "model.pt"
+    if not final.exists():
+        return None
+    trained = read_checkpoint(final).get("trained")
+    if trained:
+        return int(trained["steps"]), trained.get("seconds")
+    # Finished before model.pt recorded its totals, its last.pt since removed: the steps of
+    # its metrics log and the time summed over the log's intervals (validation time excluded).
+    return logged_progress(Path(out_dir) / "metrics.csv")
+
+
+def logged_progress(path: Path) -> tuple[int, float | None] | None:
+    """``(steps, seconds)`` from a ``metrics.csv``: its last step and each logged interval's
+    steps over its speed, summed (None for the seconds where a row has no speed)."""
+    if not path.is_file():
+        return None
+    with path.open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    if not rows:
+        return None
+    total, previous = 0.0, 0
+    for row in rows:
+        if not row.get("steps_per_s"):
+            return int(rows[-1]["step"]), None
+        total += (int(row["step"]) - previous) / float(row["steps_per_s"])
+        previous = int(row["step"])
+    return previous, total
+
+
 def recorded_seconds(out_dir: Path) -> float | None:
     """The wall time of a run's training steps, summed over resumed runs (None if unknown)."""
-    last = last_checkpoint(out_dir)
-    return read_checkpoint(last)["train_state"].get("seconds") if last.exists() else None
+    progress = recorded_progress(out_dir)
+    return None if progress is None else progress[1]
 
 
 def experiment_of(path: str | Path) -> ExperimentConfig | None:

@@ -109,3 +109,26 @@ def test_every_long_run_checkpoint_fits_in_a_commit(tmp_path, name):
     fit(cfg, stop_at=1)
     size = (out / "checkpoints" / "last.pt").stat().st_size
     assert size <= 5_000_000, f"{name}: a checkpoint takes {size / 1e6:.1f} MB (limit 5 MB)"
+
+
+def test_a_finished_run_needs_only_its_model_config_and_metrics(tmp_path, monkeypatch):
+    import shutil
+
+    from tnpx.runs import run_status
+
+    fit(_cfg(tmp_path, steps=20, log_every=10))
+    run = tmp_path / "run"
+    before = run_status(run)
+    monkeypatch.setattr(long_runs, "FOLDER", tmp_path)
+    assert long_runs.tidy(["run", "missing"]) == ["run"] and not (run / "checkpoints").exists()
+    after = run_status(run)  # from model.pt's recorded totals
+    assert (after.finished, after.steps_done) == (True, 20)
+    assert after.train_hours >= before.train_hours > 0  # model.pt is written after last.pt
+    # a run finished before model.pt recorded them: the steps and time of its metrics log
+    old = tmp_path / "old"
+    shutil.copytree(run, old)
+    record = torch.load(old / "model.pt", weights_only=False)
+    del record["trained"]
+    torch.save(record, old / "model.pt")
+    legacy = run_status(old)
+    assert (legacy.finished, legacy.steps_done) == (True, 20) and legacy.train_hours > 0
