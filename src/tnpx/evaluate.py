@@ -10,6 +10,7 @@ from pathlib import Path
 
 import torch
 
+from .batch import target_mean
 from .config import ExperimentConfig
 from .data import TaskSampler, batch_at, build_sampler
 from .models import NeuralProcess, build_model
@@ -62,7 +63,8 @@ def evaluate(
     device: torch.device | str = "cpu",
     progress: bool = False,
 ) -> Metrics:
-    """Score ``model`` on batches ``0..n_batches-1`` of ``sampler``'s test split.
+    """Score ``model`` on batches ``0..n_batches-1`` of ``sampler``'s test split. Padded
+    targets (``batch.mask_t``) count nowhere: LL, coverage and the oracle use real ones only.
 
     The GP oracle (exact posterior under each task's generating hyper-parameters) is scored
     on the same tasks when the sampler is a GP sampler and ``oracle`` is True.
@@ -86,7 +88,7 @@ def evaluate(
         pred = model.predict_batch(batch)
         lls.append(model.log_likelihood(batch, pred).cpu())
         inside = (batch.yt - pred.mean).abs() <= Z95 * pred.stddev
-        covered.append(inside.float().mean((-1, -2)).cpu())
+        covered.append(target_mean(inside.float(), batch.mask_t).cpu())  # real targets only
         if gp_oracle is not None:
             oracle_lls.append(gp_oracle.log_likelihood(batch).cpu())
     ll = torch.cat(lls).double()

@@ -11,6 +11,7 @@ from .gp_composite import CompositeGPConfig, CompositeGPSampler
 from .images import ImageConfig, ImageSampler
 from .kolmogorov import KolmogorovConfig, KolmogorovSampler
 from .sawtooth import SawtoothConfig, SawtoothSampler
+from .table import TableConfig, TableSampler
 
 SAMPLERS = {
     "gp": (GPSampler, GPConfig),
@@ -19,6 +20,7 @@ SAMPLERS = {
     "image": (ImageSampler, ImageConfig),
     "kolmogorov": (KolmogorovSampler, KolmogorovConfig),
     "era5": (ERA5Sampler, ERA5Config),
+    "table": (TableSampler, TableConfig),
 }
 
 
@@ -61,6 +63,8 @@ __all__ = [
     "KolmogorovSampler",
     "SawtoothConfig",
     "SawtoothSampler",
+    "TableConfig",
+    "TableSampler",
     "TaskSampler",
     "batch_at",
     "build_sampler",

@@ -7,7 +7,7 @@ the tasks it would have seen, and validation/test tasks never overlap the traini
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import ClassVar, Protocol
 
 import numpy as np
 import torch
@@ -27,15 +27,24 @@ def task_generator(seed: int, split: str, step: int, rank: int = 0) -> torch.Gen
 
 
 class TaskSampler(Protocol):
-    """What training and evaluation need from a data source."""
+    """What training and evaluation need from a data source.
+
+    A source of a fixed set of tasks (a user's table) holds out whole tasks for validation and
+    test: it sets the class attribute ``splits_tasks = True`` and takes the split by keyword,
+    ``sample(generator, batch_size, split=...)`` with ``split`` one of ``SPLITS``;
+    :func:`batch_at` passes it. A source that draws fresh tasks every time (a prior) leaves it
+    False: its splits differ by their seeds alone.
+    """
 
     dim_x: int
     dim_y: int
     seed: int
     batch_size: int
+    splits_tasks: ClassVar[bool] = False
 
     def sample(self, generator: torch.Generator, batch_size: int | None = None) -> Batch:
-        """Draw one batch of tasks using only ``generator`` for randomness."""
+        """Draw one batch of tasks using only ``generator`` for randomness (with
+        ``splits_tasks``, also a keyword ``split``: the tasks of that split only)."""
         ...
 
     @property
@@ -61,7 +70,10 @@ def batch_at(
     batch_size: int | None = None,
 ) -> Batch:
     """The batch a sampler yields at ``step`` for process ``rank`` of ``split``."""
-    return sampler.sample(task_generator(sampler.seed, split, step, rank), batch_size)
+    generator = task_generator(sampler.seed, split, step, rank)
+    if getattr(sampler, "splits_tasks", False):  # a sampler outside the protocol has none
+        return sampler.sample(generator, batch_size, split=split)
+    return sampler.sample(generator, batch_size)
 
 
 def uniform(generator: torch.Generator, shape: tuple[int, ...], low, high) -> torch.Tensor:

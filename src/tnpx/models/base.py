@@ -23,7 +23,7 @@ import torch
 from torch import nn
 from torch.distributions import Distribution, Normal
 
-from ..batch import Batch
+from ..batch import Batch, target_mean
 from ..likelihoods import HeadHyper, likelihood_head  # noqa: F401 (the models' head options)
 from ..validation import validate_inputs
 from .sizes import size_problem
@@ -284,13 +284,25 @@ class NeuralProcess(nn.Module):
 
     def log_likelihood(self, batch: Batch, pred: Distribution | None = None) -> torch.Tensor:
         """Per-task LL per target point ``[batch]``: ``log_prob`` summed over output
-        dimensions, averaged over targets. ``pred`` (this model's prediction for ``batch``)
-        saves a forward pass. Models whose targets are not independent given the context
-        (latent-variable NPs) override this with their joint estimate divided by ``n_tgt``."""
+        dimensions, averaged over targets (over the real ones where ``batch.mask_t`` marks
+        padding). ``pred`` (this model's prediction for ``batch``) saves a forward pass.
+        Models whose targets are not independent given the context (latent-variable NPs)
+        override this with their joint estimate divided by ``n_tgt``."""
         if batch.yt is None:
             raise ValueError("batch.yt is None: the log-likelihood needs target outputs")
         pred = self.predict_batch(batch) if pred is None else pred
-        return pred.log_prob(batch.yt).sum(-1).mean(-1)
+        return target_mean(pred.log_prob(batch.yt).sum(-1), batch.mask_t)
+
+    def refuse_target_mask(self, batch: Batch) -> None:
+        """For an override of :meth:`log_likelihood` or :meth:`training_loss` that cannot
+        leave padded targets out (a joint score over the targets, targets that feed later
+        ones): a ``ValueError`` where ``batch.mask_t`` marks any, rather than scoring them."""
+        if batch.mask_t is not None and not bool(batch.mask_t.all()):
+            raise ValueError(
+                f"{self.name} does not support target masks (batch.mask_t) yet: its score "
+                "would count the padded targets; use a model such as tnp, or tasks with equal "
+                "numbers of targets"
+            )
 
     def training_loss(self, batch: Batch) -> torch.Tensor:
         """The scalar that training minimises: by default the negative LL per target point,

@@ -178,6 +178,7 @@ class BootstrapNP(MixtureNP):
 
     def training_loss(self, batch) -> torch.Tensor:
         xc, yc, xt, mask_c = self.validated(batch)
+        self.refuse_target_mask(batch)  # the bootstrap term is a mixture over all targets
         r = self.encoder(xc, yc, xt, mask_c)
         base = self.decode(r, xt).log_prob(batch.yt).sum(-1).mean(-1)
         boot = self.mixture_ll(self.mixture(xc, yc, xt, mask_c, r), batch.yt)

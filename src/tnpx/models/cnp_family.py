@@ -216,6 +216,7 @@ class MixtureNP(NeuralProcess):
     def log_likelihood(self, batch: Batch, pred: LatentMixture | None = None) -> torch.Tensor:
         if batch.yt is None:
             raise ValueError("batch.yt is None: the log-likelihood needs target outputs")
+        self.refuse_target_mask(batch)  # a joint estimate over every target of the call
         pred = self.predict_batch(batch) if pred is None else pred
         return self.mixture_ll(pred, batch.yt)
 
@@ -299,6 +300,7 @@ class LatentNP(MixtureNP):
 
     def training_loss(self, batch: Batch) -> torch.Tensor:
         xc, yc, xt, mask_c = self.validated(batch)
+        self.refuse_target_mask(batch)  # joint scores, and q(z | T) would read padding
         yt, n_tgt = batch.yt, max(batch.yt.shape[1], 1)
         if self.hyper.objective == "ml":
             return -(self(xc, yc, xt, mask_c).joint_log_prob(yt) / n_tgt).mean()

@@ -198,6 +198,7 @@ class IncTNP(TransformerNP):
     def training_loss(self, batch) -> torch.Tensor:
         if batch.yt is None:
             raise ValueError("batch.yt is None: training needs target outputs")
+        self.refuse_target_mask(batch)  # a padded target could enter the buffer others read
         xc, yc, xt, mask_c = self._validate(batch.xc, batch.yc, batch.xt, batch.mask_c)
         b, n_ctx, n_tgt = xc.shape[0], xc.shape[1], xt.shape[1]
         # seeded by the batch (a pure function of seed and step), so resuming is exact

@@ -151,6 +151,7 @@ class TNPND(TransformerNP):
         """Joint log-density of all targets divided by ``n_tgt``, ``[batch]``."""
         if batch.yt is None:
             raise ValueError("batch.yt is None: the log-likelihood needs target outputs")
+        self.refuse_target_mask(batch)  # targets attend to targets: padding would enter
         pred = self.predict_batch(batch) if pred is None else pred
         return pred.joint_log_prob(batch.yt) / max(batch.yt.shape[1], 1)
 
