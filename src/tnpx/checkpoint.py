@@ -220,3 +220,38 @@ def load(path: str | os.PathLike, map_location: str | torch.device = "cpu") -> N
             format, or names a model this version does not have.
     """
     return model_from_record(read_checkpoint(path), path).to(map_location).eval()
+
+
+def stored_units(record: dict, source: str | os.PathLike):
+    """The unit map a checkpoint trained on a user's data stores (``record["normalisation"]``,
+    written by training from its data source: ``value_model = (value - loc) / scale`` per
+    input and output column) as ``(UnitMap, x_columns, y_columns)``; None if it stores none.
+
+    Raises:
+        CheckpointError: the record is there but cannot be read (one line).
+    """
+    import numpy as np
+
+    from .units import Affine, UnitMap
+
+    stored = record.get("normalisation")
+    if stored is None:
+        return None
+    dims = {"x": record["model"]["dim_x"], "y": record["model"]["dim_y"]}
+    maps, columns = {}, {}
+    try:
+        for side, dim in dims.items():
+            part = stored[side]
+            loc = np.asarray(part["loc"], dtype=np.float64)
+            scale = np.asarray(part["scale"], dtype=np.float64)
+            names = list(part["columns"])
+            if loc.shape != (dim,) or scale.shape != (dim,) or len(names) != dim:
+                raise ValueError(f"{side}: expected {dim} columns")
+            if not (np.isfinite(loc).all() and np.isfinite(scale).all() and (scale > 0).all()):
+                raise ValueError(f"{side}: loc and scale must be finite, scale > 0")
+            maps[side], columns[side] = Affine(loc, scale), names
+    except (KeyError, TypeError, ValueError) as err:
+        raise CheckpointError(
+            f"{source}: its stored normalisation cannot be read ({err}); retrain or re-save it"
+        ) from None
+    return UnitMap(maps["x"], maps["y"]), columns["x"], columns["y"]

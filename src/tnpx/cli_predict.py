@@ -24,13 +24,14 @@ def _predict_and_write(args) -> int:
     predicted and written before the next is read), so memory does not grow with the number
     of targets; a model that cannot stream takes them all at once."""
     from .output_files import refuse_overwriting
-    from .predict import Options, extrapolation_limits, resolve_model, stream_prediction
+    from .predict import Options, extrapolation_limits, resolve, stream_prediction
     from .zoo import checkpoint_file
 
     args.model = str(checkpoint_file(args.model))
     inputs = {"MODEL": args.model, "--context": args.context, "--targets": args.targets}
     refuse_overwriting({"--out": args.out, "--plot": args.plot}, inputs)
-    net, recorded, why = resolve_model(args.model)
+    resolved = resolve(args.model)
+    net, recorded, why = resolved[:3]
     if args.plot and net.dim_x != 1:
         raise ValueError(
             f"--plot needs one input column (dim_x = 1); {args.model} takes {net.dim_x}. "
@@ -40,6 +41,7 @@ def _predict_and_write(args) -> int:
         args.x_cols, args.y_cols, not args.no_scale_inputs, not args.no_standardise,
         args.input_range, args.output_scale, args.domain, args.level, args.chunk_size,
         args.drop_missing, args.allow_extrapolation, extrapolation_limits(args.model),
+        args.scaling, resolved.stored,
     )  # fmt: skip
     plan, blocks = stream_prediction(
         net, recorded, why, args.context, args.targets, options, rows=args.chunk_size
@@ -114,6 +116,8 @@ class PlotSample:
 def _print_scaling(record: dict) -> None:
     """One line on stderr saying how the data were rescaled (stdout may carry the CSV)."""
     parts = []
+    if record.get("scaling") == "stored":
+        parts.append("the model's stored normalisation (fitted on its training tasks)")
     if record["input_ranges"]:
         lo, hi = record["domain"][0]
         ranges = ", ".join(
@@ -124,7 +128,8 @@ def _print_scaling(record: dict) -> None:
         stats = ", ".join(
             f"{c} (mean {m:.4g}, std {s:.4g})" for c, (m, s) in record["output_mean_std"].items()
         )
-        parts.append(f"outputs standardised by {stats}")
+        if record.get("scaling") != "stored":
+            parts.append(f"outputs standardised by {stats}")
     print(f"tnpx predict: {'; '.join(parts) or 'no rescaling'}", file=sys.stderr)
 
 
@@ -198,6 +203,13 @@ def add_predict(sub) -> None:
     )
     p.add_argument(
         "--drop-missing", action="store_true", help="drop rows with missing values (warns)"
+    )
+    p.add_argument(
+        "--scaling",
+        choices=["auto", "stored", "context"],
+        default="auto",
+        help="auto: a model trained on your data maps with its stored normalisation, others "
+        "with maps fitted to the context; context / stored: that one always",
     )
     p.add_argument(
         "--allow-extrapolation",

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .predict import extrapolation_limits, resolve_model
+from .predict import extrapolation_limits, resolve
 from .predict_scaling import ExtrapolationLimits
 from .predict_steps import Options, stream_prediction
 from .units import box_pairs
@@ -157,8 +157,11 @@ class NPRegressor(RegressorMixin, BaseEstimator):
             check_built(net, self.model)
             why = "a model built by a factory carries no record of its training data"
             recorded, limits = None, ExtrapolationLimits()
+            self._stored = None
         else:
-            net, recorded, why = resolve_model(self.model)
+            resolved = resolve(self.model)
+            net, recorded, why = resolved[:3]
+            self._stored = resolved.stored  # a model trained on user data: its normalisation
             limits = extrapolation_limits(self.model)
         return self._on_device(net), recorded, why, limits
 
@@ -214,7 +217,7 @@ class NPRegressor(RegressorMixin, BaseEstimator):
         return Options(
             x_cols=x_cols, y_cols=y_cols, domain=self.domain, level=self.level,
             chunk_size=self.chunk_size, allow_extrapolation=self.allow_extrapolation,
-            limits=limits,
+            limits=limits, stored=getattr(self, "_stored", None),
         )  # fmt: skip
 
     def _shaped(self, frame: pd.DataFrame, y_cols: list[str], stat: str) -> np.ndarray:

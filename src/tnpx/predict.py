@@ -33,6 +33,17 @@ checkpoint without that record falls back to ``[-2, 2]`` with a warning.
 model unchanged); ``input_scale``, ``output_scale`` and ``domain`` set them by hand. The maps
 used are recorded in ``result.attrs["tnpx"]``.
 
+Stored normalisation. A checkpoint trained with ``tnpx train`` on a user's data (a ``table``
+source, say) stores the affine maps its data were normalised with, fitted on the training
+tasks only (``(value - loc) / scale`` per input and output column). ``predict`` then maps
+with those instead of the context's range and moments, so absolute inputs keep their meaning
+(a growth curve's day 0 is day 0) and the context need not span anything; the columns default
+to the ones it was trained on. ``scaling="context"``, or any hand-set map (``input_scale``,
+``output_scale``, ``domain``, ``scale_inputs=False``, ``standardise_outputs=False``), uses
+the maps described above instead; the zoo's models store none and always use them. A stored
+normalisation that cannot be read is refused in one line, as is a recorded training experiment
+that cannot be read (never a guessed domain).
+
 Extrapolation. A target's *distance* is how far it lies outside the context's input range, in
 widths of that range (the largest over input columns). A zoo model's card records how far its
 calibration was measured to hold on held-out tasks of its prior (``safe_range``:
@@ -55,7 +66,7 @@ The maps are a :class:`tnpx.units.UnitMap` (the same object the BoTorch adapter
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from .predict_scaling import ExtrapolationLimits
 from .predict_steps import (  # noqa: F401 (can_stream ... prediction_frame: this module's API)
@@ -76,34 +87,64 @@ if TYPE_CHECKING:  # pandas is imported where it is used, so `import tnpx` stays
 
 
 # -- the model and its training domain ---------------------------------------------------------
-def resolve_model(model) -> tuple[NeuralProcess, tuple[float, float] | None, str]:
-    """``(model, training domain or None, why the domain is unknown)`` for a model object, a
-    checkpoint path or a pretrained model's name. A checkpoint is read once: the model and
-    the experiment that gives the domain both come from its record.
+class Resolved(NamedTuple):
+    """A model to predict with and what its checkpoint records about its data: the training
+    domain (None where unknown, ``why`` it is), and the stored normalisation of a model trained
+    on a user's data (``(UnitMap, x_columns, y_columns)``, :func:`tnpx.checkpoint.stored_units`;
+    None for a prior-trained model)."""
+
+    net: NeuralProcess
+    domain: tuple[float, float] | None
+    why: str
+    stored: tuple | None = None
+
+
+def resolve(model) -> Resolved:
+    """:class:`Resolved` for a model object, a checkpoint path or a pretrained model's name.
+    A checkpoint is read once: the model, the experiment that gives the domain and the
+    stored normalisation all come from its record.
 
     Raises:
-        CheckpointError: the path is not a readable tnpx checkpoint (nor a shipped name).
+        CheckpointError: the path is not a readable tnpx checkpoint (nor a shipped name), or
+            its recorded experiment or normalisation is there but cannot be read.
     """
     from .models import NeuralProcess
 
     if isinstance(model, NeuralProcess):
-        return model, None, "a model object carries no record of its training data"
+        return Resolved(model, None, "a model object carries no record of its training data")
     if not isinstance(model, (str, Path)):
         raise TypeError(f"model: expected a NeuralProcess or a checkpoint path, got {type(model)}")
-    from .checkpoint import experiment_from_record, model_from_record, read_checkpoint
+    from .checkpoint import (
+        CheckpointError,
+        experiment_from_record,
+        model_from_record,
+        read_checkpoint,
+        stored_units,
+    )
     from .zoo import checkpoint_file
 
     path = checkpoint_file(model)
     record = read_checkpoint(path)
     net = model_from_record(record, path).eval()
+    stored = stored_units(record, path)
     try:
         experiment = experiment_from_record(record)
-    except ValueError as err:  # recorded by another tnpx version, say
-        return net, None, f"{path} records an experiment this tnpx cannot read ({err})"
+    except ValueError as err:  # recorded by another tnpx version, say: never guess a domain
+        raise CheckpointError(
+            f"{path}: its recorded training experiment cannot be read ({err}); predict with "
+            "the tnpx that trained it, or re-save the model with tnpx.save"
+        ) from None
     if experiment is None:
-        return net, None, f"{path} records no training experiment"
+        return Resolved(net, None, f"{path} records no training experiment", stored)
     domain = training_domain(experiment)
-    return net, domain, f"{path}'s data sampler {experiment.data.get('name')!r} has no domain"
+    why = f"{path}'s data sampler {experiment.data.get('name')!r} has no domain"
+    return Resolved(net, domain, why, stored)
+
+
+def resolve_model(model) -> tuple[NeuralProcess, tuple[float, float] | None, str]:
+    """``(model, training domain or None, why the domain is unknown)``: :func:`resolve`
+    without the stored normalisation."""
+    return tuple(resolve(model)[:3])
 
 
 def extrapolation_limits(model) -> ExtrapolationLimits:
@@ -157,6 +198,7 @@ def predict(
     chunk_size: int = 16384,
     drop_missing: bool = False,
     allow_extrapolation: bool = False,
+    scaling: str = "auto",
 ) -> pd.DataFrame:
     """Predict the outputs at ``targets`` given ``context``, in the user's units.
 
@@ -184,6 +226,9 @@ def predict(
         drop_missing: drop rows with a missing value (with a warning) instead of failing.
         allow_extrapolation: predict at targets beyond the model's hard limit (a zoo model's
             card: :func:`extrapolation_limits`) too, instead of failing; they still warn.
+        scaling: ``"auto"``: a checkpoint trained on your data maps with the normalisation it
+            stores, any other model with maps fitted to the context (module docstring);
+            ``"context"``: the context's maps always; ``"stored"``: the stored one, or fail.
 
     Returns:
         A DataFrame, one row per target in order (index of ``targets``): the input columns,
@@ -206,11 +251,13 @@ def predict(
     """
     import pandas as pd
 
+    resolved = resolve(model)
     options = Options(
         x_cols, y_cols, scale_inputs, standardise_outputs, input_scale, output_scale, domain,
         level, chunk_size, drop_missing, allow_extrapolation, extrapolation_limits(model),
+        scaling, resolved.stored,
     )  # fmt: skip
-    net, recorded, why = resolve_model(model)
+    net, recorded, why = resolved[:3]
     plan, blocks = stream_prediction(net, recorded, why, context, targets, options, rows=None)
     parts = list(blocks)
     result = parts[0] if len(parts) == 1 else pd.concat(parts)

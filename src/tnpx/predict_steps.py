@@ -34,6 +34,9 @@ if TYPE_CHECKING:  # pandas is imported where it is used, so `import tnpx` stays
 DEFAULT_DOMAIN = (-2.0, 2.0)
 
 
+SCALINGS = ("auto", "stored", "context")  # Options.scaling
+
+
 @dataclass(frozen=True)
 class Options:
     """What :func:`tnpx.predict` takes besides the model and the tables (documented there)."""
@@ -50,8 +53,12 @@ class Options:
     drop_missing: bool = False
     allow_extrapolation: bool = False
     limits: ExtrapolationLimits | None = None  # the model's (extrapolation_limits); None: default
+    scaling: str = "auto"  # auto: a checkpoint's stored normalisation if any | stored | context
+    stored: tuple | None = None  # the checkpoint's (UnitMap, x_columns, y_columns) (resolve)
 
     def __post_init__(self):
+        if self.scaling not in SCALINGS:
+            raise ValueError(f"scaling must be one of {', '.join(SCALINGS)}, got {self.scaling!r}")
         if not 0 < self.level < 1:
             raise ValueError(f"level must be in (0, 1), got {self.level}")
         if self.chunk_size < 1:
@@ -188,6 +195,42 @@ def check_units(units: UnitMap, x_cols: list, y_cols: list, name: str) -> None:
 
 
 # -- the steps ---------------------------------------------------------------------------------
+def uses_stored(o: Options) -> bool:
+    """Whether a prediction maps with the checkpoint's stored normalisation: it has one, and
+    neither ``scaling="context"`` nor a hand-set map (``input_scale``, ``output_scale``,
+    ``domain``, scaling switched off) asks for the tables' own.
+
+    Raises:
+        ValueError: ``scaling="stored"`` for a model that stores none.
+    """
+    if o.scaling == "stored" and o.stored is None:
+        raise ValueError(
+            "scaling='stored': the model stores no normalisation (only a model trained on "
+            "your data with tnpx train does); use scaling='auto' or 'context'"
+        )
+    by_hand = (
+        o.input_scale is not None
+        or o.output_scale is not None
+        or o.domain is not None
+        or not (o.scale_inputs and o.standardise_outputs)
+    )
+    return o.stored is not None and o.scaling != "context" and not by_hand
+
+
+def stored_record(stored: tuple) -> dict:
+    """``result.attrs["tnpx"]`` for a prediction with a stored normalisation."""
+    units, x_names, y_names = stored
+    return {
+        "scaling": "stored",
+        "domain": None,
+        "input_ranges": None,
+        "input_loc_scale": {c: [float(units.x.loc[i]), float(units.x.scale[i])]
+                            for i, c in enumerate(x_names)},
+        "output_mean_std": {c: [float(units.y.loc[i]), float(units.y.scale[i])]
+                            for i, c in enumerate(y_names)},
+    }  # fmt: skip
+
+
 def plan_prediction(
     net: NeuralProcess,
     recorded: tuple[float, float] | None,
@@ -211,19 +254,24 @@ def plan_prediction(
         if o.standardise_outputs and o.output_scale is None:
             note = "; outputs are in the model's units (mean 0, scale 1): pass output_scale"
         warn_user(f"{ctx.name} has no rows: the prediction is the model's prior{note}")
-    if o.scale_inputs and o.domain is None and recorded is None:
+    if o.scale_inputs and o.domain is None and recorded is None and not uses_stored(o):
         warn_user(
             f"the model's training input domain is unknown ({why}): assuming "
             f"{list(DEFAULT_DOMAIN)}; pass domain=(low, high) (--domain) to set it"
         )
-    box = None
-    if o.scale_inputs:
-        box = o.domain if o.domain is not None else recorded or DEFAULT_DOMAIN
-    xt = target_extremes() if needs_targets(xc, box, o.input_scale) else xc[:0]
-    with np.errstate(over="ignore", invalid="ignore"):  # overflow is checked for, and named
-        units, record = fit_units(
-            xc, yc, xt, x_cols, y_cols, box, o.input_scale, o.standardise_outputs, o.output_scale
-        )
+    if uses_stored(o):
+        units, record = o.stored[0], stored_record(o.stored)
+    else:
+        box = None
+        if o.scale_inputs:
+            box = o.domain if o.domain is not None else recorded or DEFAULT_DOMAIN
+        xt = target_extremes() if needs_targets(xc, box, o.input_scale) else xc[:0]
+        with np.errstate(over="ignore", invalid="ignore"):  # overflow is checked, and named
+            units, record = fit_units(
+                xc, yc, xt, x_cols, y_cols, box, o.input_scale, o.standardise_outputs,
+                o.output_scale,
+            )  # fmt: skip
+    with np.errstate(over="ignore", invalid="ignore"):
         check_units(units, x_cols, y_cols, ctx.name)
         xc_model, yc_model = units.inputs(xc), units.outputs(yc)
     limits = replace(o.limits or ExtrapolationLimits(), allow=o.allow_extrapolation)
@@ -266,7 +314,15 @@ def stream_prediction(
     rows = rows if can_stream(net) else None
     ctx = read_table(context, "context")
     head, chunks = open_chunked(targets, "targets", rows)
-    x_cols, y_cols = choose_columns(ctx, head, options.x_cols, options.y_cols, net.dim_x, net.dim_y)
+    x_default, y_default = options.x_cols, options.y_cols
+    if options.stored is not None and x_default is None and y_default is None:
+        # the columns the model was trained on, where both tables have them
+        _, x_names, y_names = options.stored
+        if set(x_names) <= set(head.frame.columns) and set(x_names + y_names) <= set(
+            ctx.frame.columns
+        ):
+            x_default, y_default = x_names, y_names
+    x_cols, y_cols = choose_columns(ctx, head, x_default, y_default, net.dim_x, net.dim_y)
 
     def extremes() -> np.ndarray:
         return target_extremes(chunks, x_cols, options.drop_missing, head.name)

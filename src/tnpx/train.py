@@ -122,6 +122,22 @@ def validation_ll(
     return torch.cat(lls).mean().item()
 
 
+def check_data_dims(cfg: ExperimentConfig, sampler: TaskSampler) -> None:
+    """The model section's ``dim_x``/``dim_y`` must match the data's inputs and outputs.
+
+    Raises:
+        ValueError: they differ (one line naming both and the keys to set).
+    """
+    want = (cfg.model.get("dim_x", 1), cfg.model.get("dim_y", 1))
+    got = (getattr(sampler, "dim_x", want[0]), getattr(sampler, "dim_y", want[1]))
+    if got != want:
+        raise ValueError(
+            f"data {cfg.data['name']!r} has {got[0]} input(s) and {got[1]} output(s) but the "
+            f"model section says dim_x={want[0]}, dim_y={want[1]}: set model.dim_x={got[0]} "
+            f"model.dim_y={got[1]}"
+        )
+
+
 def initialise_from(model: NeuralProcess, source: str) -> None:
     """Copy the weights of checkpoint ``source`` (a path or a pretrained model's name) into
     ``model``, which must have the same architecture (fine-tuning, ``train.init_from``).
@@ -208,6 +224,7 @@ def _fit(
         remove_stale_temporaries(out_dir)  # left by a write that was killed
         (out_dir / "config.yaml").write_text(config_to_yaml(cfg))
     sampler = sampler or build_train_sampler(cfg)
+    check_data_dims(cfg, sampler)
 
     torch.manual_seed(cfg.train.seed)  # identical initial weights on every rank
     model = build_model(
@@ -339,7 +356,11 @@ def _fit(
         if main:
             # The totals too, so a finished run's folder needs no checkpoints/last.pt.
             trained = {"steps": steps_done, "seconds": elapsed()}
-            save(model, out_dir / "model.pt", experiment=config_to_yaml(cfg), trained=trained)
+            extra = {"experiment": config_to_yaml(cfg), "trained": trained}
+            normalisation = getattr(sampler, "normalisation", None)
+            if normalisation is not None:  # a user's data: predict maps with it (checkpoint.py)
+                extra["normalisation"] = normalisation
+            save(model, out_dir / "model.pt", **extra)
     if world > 1:
         dist.barrier()
     return TrainResult(model, out_dir, steps_done, loss_value, stopped, elapsed())

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 
 import numpy as np
-import pandas as pd
 import torch
 
 import tnpx
@@ -15,31 +14,7 @@ from tnpx.config import load_config
 from tnpx.data import batch_at
 from tnpx.evaluate import build_test_sampler
 from tnpx.train import build_train_sampler, validation_ll
-
-CONFIG = """
-name: sines
-model: {{name: tnp, dim_x: 1, dim_y: 1, dim_model: 16, n_layers: 1, n_heads: 2, dim_head: 8,
-        dim_ff: 16, n_embed_hidden: 1, n_decoder_hidden: 1}}
-data: {{name: table, path: {path}, task: curve, x: [t], y: [value], batch_size: 8}}
-optim: {{name: adamw, lr: 1.0e-2}}
-schedule: {{name: cosine, warmup_steps: 5}}
-train: {{steps: 300, clip_norm: 3.0, log_every: 100, val_every: 300, val_batches: 4,
-        checkpoint_every: 1000, progress: false, out_dir: {out}}}
-eval: {{n_batches: 2, batch_size: 4}}
-"""
-
-
-def write_sines(path, n_curves: int = 60, seed: int = 0) -> pd.DataFrame:
-    """Noisy sine curves of random phase and length on ``t`` in [0, 8]: ``curve, t, value``."""
-    rng = np.random.default_rng(seed)
-    rows = []
-    for curve in range(n_curves):
-        t = np.sort(rng.uniform(0, 8, rng.integers(15, 40)))
-        value = np.sin(t + rng.uniform(0, 2 * np.pi)) + 0.05 * rng.normal(size=len(t))
-        rows.append(pd.DataFrame({"curve": f"s{curve}", "t": t, "value": value}))
-    frame = pd.concat(rows, ignore_index=True)
-    frame.to_csv(path, index=False)
-    return frame
+from user_tables import CONFIG, write_sines
 
 
 def test_train_and_evaluate_on_a_table(tmp_path):
