@@ -18,6 +18,7 @@ from omegaconf import OmegaConf
 
 from .cli_predict import add_predict
 from .cli_tools import add_bench, add_data, add_demo
+from .extras import MissingExtraError, require
 
 DEBUG_HELP = "on an error, show the full traceback instead of one line"
 
@@ -100,6 +101,8 @@ def _eval(args) -> int:
     if args.n_batches:
         cfg.eval.n_batches = args.n_batches
     sampler = build_test_sampler(cfg, **_data_overrides(args.data))
+    if getattr(sampler, "splits_tasks", False):  # a user's tasks: their units, two baselines
+        return _eval_user_tasks(args, model, sampler, cfg, stem)
     metrics = evaluate(model, sampler, cfg.eval.n_batches, oracle=not args.no_oracle, progress=True)
     print(format_table([metrics]))
     out = Path(args.out) if args.out else stem.with_suffix(".eval.json")
@@ -118,10 +121,32 @@ def _eval(args) -> int:
     return 0
 
 
+def _eval_user_tasks(args, model, sampler, cfg, stem: Path) -> int:
+    """``tnpx eval`` of a model trained on a user's data: its held-out test tasks in the data's
+    units beside a GP fitted per task and the context's moments (``--no-baselines``: alone)."""
+    from .evaluate_tasks import BASELINES, evaluate_tasks, format_task_table
+
+    baselines = () if args.no_baselines else BASELINES
+    rows = evaluate_tasks(model, sampler, cfg.eval.n_batches, baselines)
+    print(format_task_table(rows))
+    out = Path(args.out) if args.out else stem.with_suffix(".eval.json")
+    report = {
+        "checkpoint": str(args.checkpoint),
+        "data": args.data,
+        "n_batches": cfg.eval.n_batches,
+        "units": "the data's (LL per target point; RMSE per output column)",
+        "rows": [r.as_dict() for r in rows],
+    }
+    out.write_text(json.dumps(report, indent=2))
+    print(f"wrote {out}")
+    return 0
+
+
 def _plot(args) -> int:
     from .evaluate import build_test_sampler
     from .plot import plot_1d_tasks, plot_image_tasks
 
+    require("matplotlib", "plot", "plotting")  # before loading the model and its data
     stem = _resolve_checkpoint(args)
     model, cfg = _model_and_experiment(args.checkpoint, args.config)
     sampler = build_test_sampler(cfg, **_data_overrides(args.data))
@@ -226,6 +251,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--data", nargs="*", default=[], help="test-data overrides, e.g. shift=0.4")
     p.add_argument("--n-batches", type=int, help="number of test batches")
     p.add_argument("--no-oracle", action="store_true", help="skip the GP oracle")
+    p.add_argument(
+        "--no-baselines",
+        action="store_true",
+        help="user data: skip the per-task GP and context-moments rows",
+    )
     p.add_argument("--out", help="JSON output (default: CHECKPOINT.eval.json)")
     p.set_defaults(func=_eval)
 
@@ -284,11 +314,12 @@ def _version() -> str:
 
 def error_line(err: Exception) -> str:
     """One line saying what went wrong. Errors tnpx raises for bad input (ValueError and its
-    subclasses: configs, checkpoints, data) and the OS's (a missing or unreadable file) speak
-    for themselves; anything else is named by its type, with a pointer to ``--debug``."""
+    subclasses: configs, checkpoints, data), the OS's (a missing or unreadable file) and a
+    missing optional package (the extra to install) speak for themselves; anything else is
+    named by its type, with a pointer to ``--debug``."""
     text = str(err).strip()
     first = text.splitlines()[0] if text else ""
-    if isinstance(err, (ValueError, OSError, RuntimeError)) and first:
+    if isinstance(err, (ValueError, OSError, RuntimeError, MissingExtraError)) and first:
         return first
     hint = " (run with --debug for the traceback)"
     return f"{type(err).__name__}: {first}{hint}" if first else f"{type(err).__name__}{hint}"

@@ -34,9 +34,11 @@ def test_train_and_evaluate_on_a_table(tmp_path):
 
     out = tmp_path / "eval.json"
     assert main(["eval", str(tmp_path / "run" / "model.pt"), "--out", str(out)]) == 0
-    metrics = json.loads(out.read_text())
-    assert metrics["n_tasks"] == 8 and np.isfinite(metrics["ll"])
-    assert 0 <= metrics["coverage95"] <= 1 and metrics["oracle_ll"] is None
+    report = json.loads(out.read_text())
+    ours, gp, moments = report["rows"]  # the model, then the two per-task baselines
+    assert (ours["model"], gp["model"], moments["model"]) == ("tnp", "gp", "context-moments")
+    assert all(r["n_tasks"] == 8 and np.isfinite(r["ll"]) for r in report["rows"])
+    assert 0 <= ours["coverage95"] <= 1 and set(ours["vs"]) == {"gp", "context-moments"}
     # the evaluation's tasks are the held-out test curves, none of them trained on
     test = build_test_sampler(cfg)
     keys = test.task_keys("test")
