@@ -52,13 +52,19 @@ the canvas pixels and fixed length scales, cambridge-mlg/tetnp ``gridded-convcnp
 
 Cost: a box has about ``((range + 2 margin) * points_per_unit)^dim_x`` points; in 2D, inputs in
 [-2, 2]^2 at 64 points per unit with margin 1 give 384^2 grid points per task, each with
-``dim_model`` channels in every UNet layer.
+``dim_model`` channels in every UNet layer: 7-37 s for one forward of 5 context points on one
+thread. So ``points_per_unit`` defaults by dimension (:data:`DEFAULT_POINTS_PER_UNIT`): 64 in 1D,
+as the papers (ConvCNP's 1D GP experiments, TNP-KR's dl4bi ``kr-code`` preset), and 16 in 2D
+(a 96^2 grid: ~0.45 s for that forward with the default 128-channel UNet, measured on a busy
+2-core machine). The papers' 2D experiments use on-the-grid image pixels (TE-2's ``te-code``
+preset: a fixed grid on the canvas) or the thesis' 6 points per unit with a plain 4-layer CNN
+(``configs/th-linear-*convcnp*``), and those configs set their grids explicitly.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import ClassVar
 
 import torch
@@ -95,7 +101,7 @@ class ConvCNPHyper(HeadHyper):
     dim_model: int = 128  # CNN channels C
     n_layers: int = 11
     kernel_size: int = 9
-    points_per_unit: float = 64
+    points_per_unit: float | None = None  # None: DEFAULT_POINTS_PER_UNIT for dim_x
     margin: float = 1.0  # grid beyond the context, in input units, on every side
     cnn: str = "unet"  # unet | plain | preact | resnet
     grid: str = "context"  # context | union (context and targets) | fixed
@@ -124,6 +130,10 @@ class ConvCNPHyper(HeadHyper):
     )
 
 
+# The grid's density when a config does not set it (module docstring, "Cost").
+DEFAULT_POINTS_PER_UNIT = {1: 64.0, 2: 16.0}
+
+
 @register("convcnp")
 class ConvCNP(NeuralProcess):
     """ConvCNP: set convolution to a grid, CNN, set convolution to the targets (Gordon et al.).
@@ -145,6 +155,8 @@ class ConvCNP(NeuralProcess):
     dim_x_range = (1, 2)  # a grid in more dimensions is too costly
 
     def __init__(self, dim_x: int, dim_y: int, hyper: ConvCNPHyper):
+        if hyper.points_per_unit is None:  # resolved here, so a checkpoint stores the number
+            hyper = replace(hyper, points_per_unit=DEFAULT_POINTS_PER_UNIT.get(dim_x, 16.0))
         super().__init__(dim_x, dim_y, hyper)
         h = hyper
         check_option("grid", h.grid, GRIDS)
