@@ -15,7 +15,7 @@ $(BIN)/python:
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 $(VENV)/.installed: $(BIN)/python pyproject.toml constraints.txt
-	$(BIN)/python -m pip install --quiet $(TORCH_CONSTRAINT) -e .
+	$(BIN)/python -m pip install --quiet $(TORCH_CONSTRAINT) -e '.[plot]'
 	touch $@
 
 $(VENV)/.installed-test: $(VENV)/.installed

@@ -9,6 +9,7 @@ experiment tooling (:mod:`tnpx.experiments`), imported inside the functions that
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import sys
 from argparse import SUPPRESS
@@ -127,6 +128,10 @@ def _eval_user_tasks(args, model, sampler, cfg, stem: Path) -> int:
     from .evaluate_tasks import BASELINES, evaluate_tasks, format_task_table
 
     baselines = () if args.no_baselines else BASELINES
+    if "gp" in baselines and importlib.util.find_spec("gpytorch") is None:
+        print("tnpx eval: note: no 'gp' baseline without gpytorch: pip install 'tnpx[gp]'",
+              file=sys.stderr)  # fmt: skip
+        baselines = tuple(b for b in baselines if b != "gp")
     rows = evaluate_tasks(model, sampler, cfg.eval.n_batches, baselines)
     print(format_task_table(rows))
     out = Path(args.out) if args.out else stem.with_suffix(".eval.json")

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import sys
 
+from .extras import require
+
 
 def add_bo_parser(sub) -> None:
     p = sub.add_parser("bo", help="Bayesian optimisation: benchmarks and suggestions")
@@ -53,6 +55,8 @@ def add_bo_parser(sub) -> None:
 def _run(args) -> int:
     from .experiments.bo_benchmark import load_benchmark
     from .experiments.bo_benchmark_run import run_benchmark
+
+    require("matplotlib", "plot", "plotting")  # the regret plot: say so before running
 
     bench = load_benchmark(args.config, args.out)
     run_benchmark(bench, args.models, args.kernels, progress=not args.no_progress)

@@ -30,6 +30,10 @@ def _predict_and_write(args) -> int:
     args.model = str(checkpoint_file(args.model))
     inputs = {"MODEL": args.model, "--context": args.context, "--targets": args.targets}
     refuse_overwriting({"--out": args.out, "--plot": args.plot}, inputs)
+    if args.plot:  # before anything is predicted or written
+        from .extras import require
+
+        require("matplotlib", "plot", "plotting")
     resolved = resolve(args.model)
     net, recorded, why = resolved[:3]
     if args.plot and net.dim_x != 1:

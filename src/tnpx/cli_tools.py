@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from .extras import require
+
 # TE-3 cache sizes: the paper's (solve at 256², pool to 64², 819 / 102 trajectories) and a
 # CPU budget (solve at 64² directly, 64 / 16 trajectories; minutes on one core).
 KOLMOGOROV_PRESETS = {
@@ -56,6 +58,8 @@ def add_data(sub) -> None:
 
 def _bench_scaling(args) -> int:
     from .experiments.scaling import Settings, run_scaling
+
+    require("matplotlib", "plot", "plotting")  # its report plots: say so before measuring
 
     settings = Settings(
         models=args.models,
@@ -126,6 +130,8 @@ def add_bench(sub) -> None:
 def _demo(args) -> int:
     from .experiments.demo import run_demo
     from .experiments.demo_settings import DemoSettings
+
+    require("matplotlib", "plot", "plotting")  # its figures: say so before training
 
     settings = DemoSettings(
         config=args.config,

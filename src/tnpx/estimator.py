@@ -26,7 +26,7 @@ if TYPE_CHECKING:  # pandas is imported where it is used
 
     from .models import NeuralProcess
 
-SKLEARN_NEEDED = "NPRegressor needs scikit-learn: pip install scikit-learn"
+SKLEARN_NEEDED = "NPRegressor needs scikit-learn: pip install 'tnpx[sklearn]'"
 
 try:  # validate_data came in scikit-learn 1.6: an older one counts as missing
     from sklearn.base import BaseEstimator, RegressorMixin

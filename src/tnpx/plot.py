@@ -10,6 +10,7 @@ import torch
 
 from .batch import Batch
 from .data import TaskSampler, batch_at
+from .extras import pyplot
 from .models import NeuralProcess, build_model
 from .sample import sample
 
@@ -40,11 +41,7 @@ def plot_1d_tasks(
         seed: seeds the samples.
         titles: one title per task (default: its number and context size).
     """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot("plotting")
     if sampler.dim_x != 1 or sampler.dim_y != 1:
         raise ValueError(
             f"plot_1d_tasks needs dim_x = dim_y = 1, got {sampler.dim_x}, {sampler.dim_y}"
@@ -151,12 +148,9 @@ def plot_image_tasks(
         sampler: an :class:`~tnpx.data.images.ImageSampler`; tasks come from its ``test``
             split, the full pixel grid from its ``height``, ``width`` and ``config.coords``.
     """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     from .data.images import grid_to_image
+
+    plt = pyplot("plotting")
 
     batch, grid = _image_tasks(sampler, n_tasks)
     h, w, value_range = sampler.height, sampler.width, sampler.config.value_range
@@ -194,12 +188,9 @@ def plot_image_comparison(
         models: label -> a model with ``dim_x = 2`` and ``dim_y`` = the images' channels.
         sampler: an :class:`~tnpx.data.images.ImageSampler` (see :func:`plot_image_tasks`).
     """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     from .data.images import grid_to_image
+
+    plt = pyplot("plotting")
 
     if not models:
         raise ValueError("plot_image_comparison needs at least one model")
@@ -223,11 +214,9 @@ def plot_image_comparison(
 
 def plot_validation_curves(csv_paths: dict[str, Path], path: str | Path) -> Path:
     """Validation LL against training step for each run, read from its ``metrics.csv``."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     import pandas as pd
+
+    plt = pyplot("plotting")
 
     fig, ax = plt.subplots(figsize=(5, 3.4))
     for label, csv_path in csv_paths.items():
@@ -252,10 +241,7 @@ def plot_prediction(
     predictive mean against ``x_col`` with its central ``level`` interval as a band, and the
     ``context`` DataFrame's points. More than ``max_points`` targets are thinned for drawing.
     """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot("plotting")
 
     ordered = result.sort_values(x_col, kind="stable")
     ordered = ordered.iloc[:: max(1, len(ordered) // max_points)]

@@ -310,4 +310,4 @@ def test_without_sklearn_constructing_says_what_to_install(monkeypatch):
     spec.loader.exec_module(module)  # the module imports
     with pytest.raises(ImportError) as err:
         module.NPRegressor(model="gp1d-tnp")
-    assert one_line(err) == "NPRegressor needs scikit-learn: pip install scikit-learn"
+    assert one_line(err) == "NPRegressor needs scikit-learn: pip install 'tnpx[sklearn]'"

@@ -219,7 +219,7 @@ def test_module_imports_without_the_standin_packages():
         "    try:\n"
         "        f()\n"
         "    except ImportError as e:\n"
-        "        assert 'pip install ' + pkg in str(e), e\n"
+        "        assert f\"needs {pkg}: pip install 'tnpx[images]'\" in str(e), e\n"
         "    else:\n"
         "        raise SystemExit('no ImportError')\n"
     )

@@ -8,11 +8,17 @@
 - :func:`suggest`: the next point(s) to evaluate given a user's observations.
 
 Names are imported on first use, so ``tnpx`` (and its command line) starts without BoTorch.
+BoTorch is the ``bo`` extra: without it, importing this package (or any module of it) is the
+one-line error ``tnpx.bo needs botorch: pip install 'tnpx[bo]'``.
 """
 
 from __future__ import annotations
 
 import importlib
+
+from ..extras import require
+
+require("botorch", "bo", "tnpx.bo")  # checked once here, for every module of the package
 
 _WHERE = {
     "ACQUISITIONS": "acquisition",

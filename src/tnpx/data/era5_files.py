@@ -27,11 +27,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..extras import require
+
 if TYPE_CHECKING:  # pragma: no cover
     import xarray
 
 G = 9.80665  # standard gravity (m s^-2): ERA5 orography = geopotential z / G
-_INSTALL_HINT = "pip install 'tnpx[xarray]'"
 _EPS = 1e-6  # tolerance (degrees) when comparing grid coordinates
 
 #: ``iris-sample-data`` files with 1.5 m air temperature, by scenario (identical until 1999).
@@ -46,13 +47,7 @@ _CDS_NAMES = {"valid_time": "time", "latitude": "lat", "longitude": "lon"}
 
 def _xarray():
     """The ``xarray`` module, or an ImportError that says how to install it."""
-    try:
-        import xarray
-    except ImportError:
-        raise ImportError(
-            f"tnpx.data.era5 needs xarray and netCDF4 to read NetCDF files: {_INSTALL_HINT}"
-        ) from None
-    return xarray
+    return require("xarray", "xarray", "tnpx.data.era5")
 
 
 # --- loading --------------------------------------------------------------------------------

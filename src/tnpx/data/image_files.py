@@ -19,6 +19,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from ..extras import require
+
 DATA_SPLITS = ("train", "test")
 IDX_IMAGES_MAGIC = 0x00000803  # unsigned bytes, 3 dimensions
 IDX_LABELS_MAGIC = 0x00000801  # unsigned bytes, 1 dimension
@@ -253,6 +255,7 @@ def load_celeba(
     otherwise a seeded split (:func:`split_indices`). ``max_images`` loads only the first
     images of the split (the full set takes minutes and ~0.6 GB at 32x32).
     """
+    require("PIL", "images", "reading CelebA images")
     from PIL import Image, UnidentifiedImageError
 
     _check_choice("split_data", split_data, DATA_SPLITS)

