@@ -19,13 +19,12 @@ Metrics per target point (LL, higher is better); the gap is oracle − model, pa
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 from tnpx.checkpoint import load
 from tnpx.config import ExperimentConfig, load_config
-from tnpx.data import GPConfig, TaskSampler, build_sampler
-from tnpx.data.gp_composite import CompositeGPConfig
+from tnpx.data import TaskSampler, build_sampler
+from tnpx.data.gp_composite import single_kernel_options
 from tnpx.evaluate import Metrics, build_test_sampler, evaluate
 from tnpx.models import NeuralProcess
 from tnpx.train_state import experiment_of
@@ -49,9 +48,7 @@ def single_kernel_sampler(cfg: ExperimentConfig, **overrides) -> TaskSampler:
         return build_test_sampler(cfg, **overrides)
     if name != "gp-composite":
         raise ValueError(f"{cfg.name}: data {name!r} has no single-kernel GP prior to score on")
-    # The composite config resolved (its defaults included), then its GPConfig fields alone.
-    full = CompositeGPConfig(**cfg.data_options(test=True))
-    options = {f.name: getattr(full, f.name) for f in dataclasses.fields(GPConfig)}
+    options = single_kernel_options(cfg.data_options(test=True))
     return build_sampler("gp", cfg.eval.batch_size, cfg.eval.seed, **{**options, **overrides})
 
 

@@ -31,6 +31,7 @@ The long-lengthscale RBF stands in for a low-order trend over the context's rang
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 
@@ -151,3 +152,13 @@ class CompositeGPSampler(GPSampler):
             mixed[key] = torch.where(composite, mixed[key], single[key])
         mixed["composite"] = composite
         return mixed
+
+
+def single_kernel_options(options: dict) -> dict:
+    """The ``gp`` sampler's options for the single-kernel half of a ``gp-composite`` prior
+    (``options``: its data options): the composite config resolved, its defaults included, then
+    its :class:`GPConfig` fields alone. That sampler draws the single-kernel tasks themselves
+    (the composite sampler with ``composite_prob = 0`` has the same prior but draws, then
+    discards, composite hyper-parameters too, so its tasks are other draws)."""
+    full = CompositeGPConfig(**options)
+    return {f.name: getattr(full, f.name) for f in dataclasses.fields(GPConfig)}

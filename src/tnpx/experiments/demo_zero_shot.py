@@ -15,7 +15,8 @@ from pathlib import Path
 import torch
 
 from ..checkpoint import experiment_from_record, model_from_record, read_checkpoint
-from ..data import batch_at
+from ..data import batch_at, build_sampler
+from ..data.gp_composite import single_kernel_options
 from ..evaluate import Metrics, build_test_sampler, evaluate
 from ..kernels import KERNELS
 from ..models import build_model
@@ -110,9 +111,13 @@ def zero_shot(
     record = read_checkpoint(pretrained_path(name))
     model = model_from_record(record, name).eval()
     cfg = experiment_from_record(record)
-    if cfg is None or cfg.data["name"] != "gp" or model.dim_x != 1:
+    if cfg is None or cfg.data["name"] not in ("gp", "gp-composite") or model.dim_x != 1:
         raise ValueError(f"{name}: the zero-shot demo needs a shipped 1D GP model")
     sampler = build_test_sampler(cfg)
+    if cfg.data["name"] == "gp-composite":  # its single-kernel half: tasks of one kernel each,
+        # which the printed lines name (the first zoo's test tasks themselves)
+        options = single_kernel_options(cfg.data_options(test=True))
+        sampler = build_sampler("gp", cfg.eval.batch_size, cfg.eval.seed, **options)
     metrics = evaluate(model, sampler, n_batches)
     tasks = _plotted_task_scores(model, sampler, n_tasks)
     titles = [f"{t.kernel}, ℓ = {t.lengthscale:.2f}, {t.n_ctx} context points" for t in tasks]
