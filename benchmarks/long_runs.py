@@ -54,6 +54,14 @@ RUNS["kr1-rbf-cnp-lecun"] = (
     "configs/kr1-rbf.yaml",
     ["model.name=cnp", "train.val_every=2500", "train.weight_init=lecun_normal"],
 )
+# Time to accuracy (issue 34, items 1-2; benchmarks/time_to_accuracy.py): recipes on KR-1 RBF's
+# protocol data at a quarter of its steps, seed 0 (the protocol runs' batches, in order).
+TTA = ["model.name=tnp-kr-full", "train.steps=25000", "train.val_every=2500"]
+RUNS["tta-kr1-rbf-tnp-kr-full-yogi-25k"] = ("configs/kr1-rbf.yaml", TTA)
+RUNS["tta-kr1-rbf-tnp-kr-full-adamw-25k"] = (
+    "configs/kr1-rbf.yaml",
+    [*TTA, "optim.name=adamw", "optim.lr=5.0e-4", "schedule.warmup_steps=1000"],
+)
 # The v2 zoo (issue 20, item 4): the shipped 1D models retrained as long runs on the broader
 # `gp-composite` prior (single kernels beside trend + periodic + rough sums); each config states
 # its size, batch, steps and the measured speed (~7-8 hours of one core each). Validation every

@@ -61,7 +61,7 @@ def run_status(folder: str | Path) -> RunStatus:
     cfg = yaml.safe_load(config.read_text())
     total = int(cfg["train"]["steps"])
     done, hours = 0, None
-    rows = _metrics(folder / "metrics.csv")
+    rows = read_metrics(folder / "metrics.csv")
     progress = recorded_progress(folder)
     if progress is not None:
         done, seconds = progress
@@ -82,7 +82,7 @@ def run_status(folder: str | Path) -> RunStatus:
     )
 
 
-def _metrics(path: Path) -> list[dict]:
+def read_metrics(path: Path) -> list[dict]:
     """The logged rows (a training run logs ahead of its last checkpoint)."""
     if not path.is_file():
         return []
