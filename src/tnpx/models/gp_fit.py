@@ -162,7 +162,9 @@ class _FittedGP(NeuralProcess):
         ones = torch.ones(b, nt, self.dim_y, dtype=torch.bool, device=xt.device)
         with _gpytorch_half()._exact_settings():
             mean, var = gp.predict(
-                self._rows(xt.to(centre) - centre, ones), self.hyper.predict_noise
+                self._rows(xt.to(centre) - centre, ones),
+                self.hyper.predict_noise,
+                _MAX_ELEMENTS,
             )
         mean, std = self._values(mean, b), self._values(var, b).sqrt()
         return Normal(mean.to(xt.dtype), std.to(xt.dtype), validate_args=False)

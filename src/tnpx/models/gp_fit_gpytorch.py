@@ -21,8 +21,6 @@ from gpytorch.mlls import ExactMarginalLogLikelihood
 from linear_operator import to_dense
 from linear_operator.operators import DiagLinearOperator
 
-from . import gp_fit
-
 
 class _MaskedKernel(Kernel):
     """``k((x, t, m), (x', t', m')) = m m' k_x(x, x') B[t, t']`` on rows ``[..., n, dim_x + 2]``;
@@ -110,15 +108,18 @@ class _BatchGP(gpytorch.models.ExactGP):
         self.requires_grad_(False)
         self.set_train_data(rows, y, strict=False)
 
-    def predict(self, rows, noise: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    def predict(
+        self, rows, noise: bool, max_elements: int = 2**25
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """Marginal mean and variance ``[batch, n]`` at rows ``[batch, n, dim_x + 2]``, with the
         fitted observation noise if ``noise``; targets are streamed in chunks. Differentiable
         in ``rows`` and the training rows and outputs where gradients are on and one of them
-        requires grad; otherwise computed without a graph."""
+        requires grad; otherwise computed without a graph. ``max_elements`` bounds ``batch *
+        chunk * context rows`` per chunk."""
         train = (*self.train_inputs, self.train_targets, rows)
         grad = torch.is_grad_enabled() and any(t.requires_grad for t in train)
         n_train = self.train_inputs[0].shape[-2]
-        chunk = max(1, gp_fit._MAX_ELEMENTS // max(rows.shape[0] * n_train, 1))
+        chunk = max(1, max_elements // max(rows.shape[0] * n_train, 1))
         means, variances = [], []
         # GPyTorch detaches its cached solve against the context by default: keep it attached
         # where gradients must reach the context.
