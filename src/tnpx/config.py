@@ -83,6 +83,10 @@ class TrainConfig:
     # Initial weights of a fresh run: each layer's torch default, or Flax's lecun_normal
     # (src/tnpx/weight_init.py). Ignored by init_from and by a resumed run.
     weight_init: str = ruled(one_of("default", "lecun_normal"), "default")
+    # model.pt holds the best validated weights (best.pt keeps them); patience N: stop after N
+    # validations without a better LL (implies keep_best). src/tnpx/train_best.py
+    keep_best: bool = False
+    patience: int | None = ruled(optional(at_least(1)), None)
 
 
 @dataclass

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import yaml
 
-from .train_state import recorded_progress
+from .checkpoint import read_checkpoint
+from .train_state import last_checkpoint, recorded_best, recorded_progress
 
 RECENT_ROWS = 10  # logged intervals whose speeds give the current rate
 
@@ -78,8 +79,18 @@ def run_status(folder: str | Path) -> RunStatus:
         train_hours=hours,
         val_ll=vals[-1][1] if vals else None,
         val_step=vals[-1][0] if vals else None,
-        finished=done >= total and (folder / "model.pt").exists(),
+        finished=(done >= total or stopped_for_patience(folder)) and (folder / "model.pt").exists(),
     )
+
+
+def stopped_for_patience(folder: Path) -> bool:
+    """Whether the run ended early for ``train.patience`` (a finished run)."""
+    last = last_checkpoint(folder)
+    if last.exists():
+        return bool((recorded_best(last) or {}).get("stopped"))
+    final = folder / "model.pt"
+    trained = read_checkpoint(final).get("trained") if final.exists() else None
+    return bool((trained or {}).get("early_stopped"))
 
 
 def read_metrics(path: Path) -> list[dict]:

@@ -27,11 +27,13 @@ from .data import TaskSampler, batch_at, build_sampler
 from .models import NeuralProcess, build_model
 from .optim import build_optimizer, build_schedule, parameter_groups
 from .train_batches import BatchStream
+from .train_best import BestSoFar
 from .train_guard import TrainingDiverged, all_finite, what_diverged
 from .train_state import (  # noqa: F401 (experiment_of: importable from here, as before)
     MetricLog,
     experiment_of,
     last_checkpoint,
+    recorded_best,
     recorded_seconds,
     remove_stale_temporaries,
     restore_training_state,
@@ -245,9 +247,15 @@ def _fit(
         initialise_from(model, cfg.train.init_from)
     elif not resuming:
         initialise(model, cfg.train.weight_init)
+    best = BestSoFar.from_config(
+        cfg.train.keep_best, cfg.train.patience, recorded_best(ckpt_path) if resuming else None
+    )
+    if best.patience is not None and world > 1:
+        raise ValueError("train.patience needs a single process (validation runs on rank 0)")
     if resuming:
         start, seconds_before = restore_training_state(ckpt_path, model, optimizer, schedule)
-        if start >= cfg.train.steps and (out_dir / "model.pt").exists():
+        done_before = start >= cfg.train.steps or best.stopped
+        if done_before and (out_dir / "model.pt").exists():
             if main:
                 print(f"{out_dir}: finished ({start} of {cfg.train.steps} steps); nothing to do")
             return TrainResult(model, out_dir, start, float("nan"), False, seconds_before)
@@ -266,7 +274,9 @@ def _fit(
 
     def checkpoint(step: int) -> None:
         if main:
-            save_training_state(ckpt_path, model, optimizer, schedule, step, elapsed(), cfg)
+            save_training_state(
+                ckpt_path, model, optimizer, schedule, step, elapsed(), cfg, best.state()
+            )
 
     log = MetricLog(out_dir, main, start)
     bar = None
@@ -312,6 +322,8 @@ def _fit(
                 if main and (done % cfg.train.val_every == 0 or done == cfg.train.steps):
                     batches.idle()  # the sampler serves one thread at a time
                     val = validation_ll(model, sampler, cfg.train.val_batches, device)
+                    if best.enabled and best.update(done, val):
+                        save(model, out_dir / "best.pt", experiment=config_to_yaml(cfg))
                     if bar is not None:
                         bar.set_postfix(loss=f"{loss_value:.3f}", val_ll=f"{val:.3f}")
                 log.write(
@@ -321,6 +333,14 @@ def _fit(
                     steps_per_s=round(rate, 3),
                     val_ll=val,
                 )
+            if best.stopped:  # patience: a finished run, with its best validated weights
+                if main:
+                    print(
+                        f"stopped at step {done}: no better validation LL in "
+                        f"{best.patience} validations (best {best.best_ll:.4f} at step "
+                        f"{best.best_step})"
+                    )
+                break
             if done % cfg.train.checkpoint_every == 0:
                 checkpoint(done)
             out_of_time = (  # the last step ends the run normally, whatever the clock says
@@ -356,6 +376,10 @@ def _fit(
         if main:
             # The totals too, so a finished run's folder needs no checkpoints/last.pt.
             trained = {"steps": steps_done, "seconds": elapsed()}
+            if best.enabled and (out_dir / "best.pt").exists():
+                model.load_state_dict(load(out_dir / "best.pt").state_dict())
+                trained |= {"best_step": best.best_step, "best_val_ll": best.best_ll,
+                            "early_stopped": best.stopped}  # fmt: skip
             extra = {"experiment": config_to_yaml(cfg), "trained": trained}
             normalisation = getattr(sampler, "normalisation", None)
             if normalisation is not None:  # a user's data: predict maps with it (checkpoint.py)

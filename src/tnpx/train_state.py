@@ -84,13 +84,16 @@ def save_training_state(
     step: int,
     seconds: float,
     cfg: ExperimentConfig,
+    best: dict | None = None,
 ) -> None:
-    """Write (atomically) everything a resumed run needs to continue after ``step``."""
+    """Write (atomically) everything a resumed run needs to continue after ``step``
+    (``best``: the best validation so far, :class:`tnpx.train_best.BestSoFar`'s state)."""
     train_state = {
         "step": step,
         "optimizer": optimizer.state_dict(),
         "schedule": schedule.state_dict(),
         "seconds": seconds,
+        **({"best": best} if best else {}),
     }
     record = {**model_record(model), "train_state": train_state, "experiment": config_to_yaml(cfg)}
     atomic_save(record, path)
@@ -132,6 +135,11 @@ def restore_training_state(
             f"{path}: cannot resume: its optimiser or schedule state does not fit the "
             f"config's ({first_line(err)})"
         ) from err
+
+
+def recorded_best(path: Path) -> dict | None:
+    """The best-validation state a training checkpoint stores (None if none)."""
+    return read_checkpoint(path).get("train_state", {}).get("best")
 
 
 def recorded_progress(out_dir: Path) -> tuple[int, float | None] | None:

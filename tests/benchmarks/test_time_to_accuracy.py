@@ -21,8 +21,8 @@ def test_a_curve_from_the_metrics_log(tmp_path):
     c = tta.curve("protocol", "kr1-rbf-tnp-kr-full", "tnp-kr-full", "x", root=tmp_path)
     assert c.steps == [200, 400] and c.nll == [-0.40, -0.47]
     assert c.hours == pytest.approx([(10 + 20) / 3600, (10 + 20 + 10 + 10) / 3600])
-    assert c.gflops_per_step > 0 and c.gflops == pytest.approx([200 * c.gflops_per_step,
-                                                               400 * c.gflops_per_step])  # fmt: skip
+    per_step = c.gflops_per_step
+    assert per_step > 0 and c.gflops == pytest.approx([200 * per_step, 400 * per_step])
     assert c.reached(-0.453) == 1 and c.reached(-0.5) is None
     rows = tta.table([c])
     assert "| 400 |" in rows[2] and "| yes |" in rows[2]
