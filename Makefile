@@ -6,9 +6,9 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 TORCH_CONSTRAINT ?= -c constraints.txt
-PYTEST_ARGS ?= -n 2
+PYTEST_ARGS ?= -n 2 -m "not slow"
 
-.PHONY: demo demo-results test install install-test lint clean
+.PHONY: demo demo-results test test-slow install install-test lint clean docs
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -39,8 +39,21 @@ test: install-test
 	if [ $$rc -eq 5 ]; then echo "make test: pytest collected no tests (exit 5)"; exit 0; fi; \
 	exit $$rc
 
+# The tests marked slow (subprocesses, kill-and-resume, DDP, the demo): CI runs them too.
+test-slow: install-test
+	@$(BIN)/python -m pytest -n 2 -m slow; rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "make test-slow: no slow tests collected (exit 5)"; exit 0; fi; \
+	exit $$rc
+
 lint: install-test
 	$(BIN)/ruff check src tests benchmarks
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache
+
+# The documentation site (mkdocs.yml, pages in docs/site/) into site/, in strict mode: a broken
+# link, anchor or docstring reference fails the build. `mkdocs serve` previews it.
+docs: install
+	@$(BIN)/python -c 'import mkdocs, material, mkdocstrings_handlers.python' 2>/dev/null || \
+	$(BIN)/python -m pip install --quiet $(TORCH_CONSTRAINT) -e '.[docs]'
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict

@@ -330,6 +330,7 @@ def test_no_target_rows_is_an_error_in_chunked_mode(files, capsys):
     assert not (files / "pred.csv").exists()
 
 
+@pytest.mark.slow  # a subprocess per table size: ~12 s
 def test_memory_of_the_table_is_bounded_by_the_chunk(files):
     """Python-side allocations (pandas, NumPy) of `tnpx predict`: with chunks of 1,024 rows
     they do not grow from 12,500 to 50,000 targets; in one chunk they do (the whole result

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 from argparse import Namespace
 
+import pytest
+
 from benchmarks import streamed_memory as sm
 
 
+@pytest.mark.slow  # subprocesses measuring memory: ~25 s
 def test_points_and_report_at_a_tiny_size():
     args = Namespace(n_targets=300, repeats=2, threads=1)
     points = {(m, a): sm.measure(m, a, args) for m in sm.MODELS for a in sm.ALLOCATORS}

@@ -1,0 +1,575 @@
+"""Model-card pages for the documentation site, written from the zoo's cards (``src/tnpx/zoo/
+NAME.json``) at build time: nothing here is written by hand about any one model.
+
+A card may lack any field but its name (cards gain fields as models are re-shipped; the first
+zoo has no composite-prior score, no measured series and no training stages): a section whose
+field is missing says so in one line instead of failing. Read by ``docs/hooks/pages.py``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+KERNEL_NAMES = {
+    "rbf": "RBF",
+    "matern12": "Matérn-1/2",
+    "matern32": "Matérn-3/2",
+    "matern52": "Matérn-5/2",
+    "periodic": "periodic",
+}
+SERIES_NAMES = {"sunspots": "sunspots", "nile": "the Nile", "elnino": "El Niño", "co2": "CO₂"}
+GP = "fitted GP"  # real_series: the per-series GPyTorch GP the model is compared with
+
+
+# --- formatting ------------------------------------------------------------------------------
+
+
+def _num(x, digits: int = 3) -> str:
+    """A score: fixed decimals, or three significant digits when large or tiny; '—' if absent."""
+    if x is None:
+        return "—"
+    x = float(x)
+    if not math.isfinite(x):
+        return str(x)
+    if abs(x) >= 1000:
+        return f"{x:,.0f}"
+    if x != 0 and abs(x) < 10**-digits:
+        return f"{x:.1e}"
+    return f"{x:.{digits}f}"
+
+
+def _pm(entry: dict, key: str) -> str:
+    """``value ± s.e.`` of ``entry[key]`` (s.e. from ``key_se``), or the value alone."""
+    if key not in entry:
+        return "—"
+    se = entry.get(f"{key}_se")
+    return _num(entry[key]) if se is None else f"{_num(entry[key])} ± {_num(se)}"
+
+
+def _hours(seconds) -> str:
+    if not seconds:
+        return "not recorded"
+    hours = seconds / 3600
+    return f"{hours:.1f} h" if hours >= 1 else f"{seconds / 60:.0f} min"
+
+
+def _int(x) -> str:
+    return "—" if x is None else f"{int(x):,}"
+
+
+def _code(x) -> str:
+    return f"`{x}`" if x else "—"
+
+
+def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return lines
+
+
+def _widths(x: float) -> str:
+    """A distance in context-range widths."""
+    return f"{x:g} width" + ("" if x == 1 else "s")
+
+
+# --- a card's facts ----------------------------------------------------------------------------
+
+
+def prior_kind(card: dict) -> str:
+    """'composite' when the model trained on the mixture prior (its ``trained_on`` sentence reads
+    "a mixture", as ``tnpx.zoo.trained_on_composite`` tests), else 'single-kernel'."""
+    if not card.get("trained_on"):
+        return "not recorded"
+    return "composite" if "a mixture" in card["trained_on"] else "single-kernel"
+
+
+def all_steps(card: dict) -> int | None:
+    """Training steps over every stage (``steps_total`` where the card has stages)."""
+    return card.get("steps_total", card.get("steps"))
+
+
+def all_seconds(card: dict) -> float | None:
+    return card.get("train_s_total", card.get("train_s"))
+
+
+def miscalibrated_bins(card: dict) -> list[dict]:
+    """Safe-range profile bins (beyond the context) whose 95 % coverage is below the card's
+    ``min_coverage``."""
+    sr = card.get("safe_range") or {}
+    least = sr.get("min_coverage", 0.9)
+    return [b for b in sr.get("profile", []) if b.get("high", 0) > 0 and b["coverage95"] < least]
+
+
+# --- the page -----------------------------------------------------------------------------------
+
+
+def card_page(card: dict, target_gap: float, bayes: dict | None, link: Callable[[str], str]) -> str:
+    """The markdown page of one card.
+
+    Args:
+        card: the card (``tnpx.zoo.model_card(name)``).
+        target_gap: issue 20's goal for the gap to the GP oracle on the single-kernel prior.
+        bayes: ``results/pretrained/bayes-reference.json`` (the irreducible part of the gap),
+            or None.
+        link: a site page's path (from the docs root) -> a link relative to this card's page.
+    """
+    name = card["name"]
+    out = [f"# {name}", ""]
+    out += _glance(card, link)
+    out += ["", "## Prior: what it was trained on", "", card.get("trained_on", "Not recorded."), ""]
+    out += _training(card)
+    out += _scores(card, link)
+    out += _safe_range(card, link)
+    out += _real_series(card, link)
+    out += _limits(card, target_gap, bayes, link)
+    out += [
+        "",
+        "---",
+        "",
+        f"*Generated from the card `src/tnpx/zoo/{name}.json` when this site was built "
+        f'(`tnpx.zoo.model_card("{name}")` returns it).*',
+        "",
+    ]
+    return "\n".join(out)
+
+
+def _glance(card: dict, link: Callable[[str], str]) -> list[str]:
+    name = card["name"]
+    te = card.get("translation_equivariant")
+    rows = [
+        ["architecture", f"{_code(card.get('model'))} ([the models]({link('guide/models.md')}))"],
+        ["parameters", _int(card.get("params"))],
+        [
+            "prior",
+            f"{prior_kind(card)}{' GPs' if card.get('trained_on') else ''} "
+            "([below](#prior-what-it-was-trained-on))",
+        ],
+        ["translation equivariant", "—" if te is None else ("yes" if te else "no")],
+    ]
+    if "eval" in card:
+        e = card["eval"]
+        rows.append(
+            ["gap to the GP oracle", f"{_pm(e, 'gap')} nats per target point (single-kernel prior)"]
+        )
+    sr = card.get("safe_range")
+    if sr:
+        rows.append(
+            [
+                "safe range",
+                f"{_widths(sr['widths'])} beyond the context (warned past it, refused past "
+                f"{_widths(sr['hard_limit'])})",
+            ]
+        )
+    if card.get("finished") is False:
+        rows.append(["finished", "**no**: interim weights of an unfinished run"])
+    out = _table(["", name], rows)
+    out += [
+        "",
+        "```python",
+        "import tnpx",
+        f'model = tnpx.pretrained("{name}")  # a NeuralProcess, in eval mode',
+        f'pred = tnpx.predict("{name}", "ctx.csv", "tgt.csv")  # in your units',
+        "```",
+        "```bash",
+        f"tnpx predict {name} --context ctx.csv --targets tgt.csv --out pred.csv",
+        "```",
+    ]
+    return out
+
+
+def _training(card: dict) -> list[str]:
+    out = ["## Training", ""]
+    stages = card.get("stages") or []
+    if stages:
+        rows = [
+            [f"{i + 1}", _code(st.get("run")), _int(st.get("steps")), _hours(st.get("train_s"))]
+            for i, st in enumerate(stages)
+        ]
+        rows.append(
+            [
+                f"{len(stages) + 1} (shipped)",
+                _code(card.get("run")),
+                _int(card.get("steps")),
+                _hours(card.get("train_s")),
+            ]
+        )
+        rows.append(["all", "", f"**{_int(all_steps(card))}**", f"**{_hours(all_seconds(card))}**"])
+        out += [
+            "Trained in stages, each fine-tuned from the one before (`train.init_from`):",
+            "",
+            *_table(["stage", "run", "steps", "time"], rows),
+            "",
+        ]
+    rows = [["steps", _int(all_steps(card))]]
+    if card.get("steps_planned") and card.get("steps_planned") != card.get("steps"):
+        rows.append(["steps planned (last stage)", _int(card["steps_planned"])])
+    rows += [
+        ["batch", "—" if not card.get("batch_size") else f"{_int(card['batch_size'])} tasks"],
+        ["training time", _hours(all_seconds(card))],
+        ["config", _code(card.get("config"))],
+        ["trained by", _code(card.get("train_command") or card.get("command"))],
+    ]
+    if card.get("train_command") and card.get("command"):
+        rows.append(["shipped (scored, packaged) by", _code(card["command"])])
+    if card.get("run") and not stages:
+        rows.append(["run folder", _code(card["run"])])
+    rows += [
+        ["commit", _code(card.get("commit"))],
+        ["hardware", card.get("hardware") or "—"],
+    ]
+    if card.get("finished") is not None:
+        rows.append(["finished", "yes" if card["finished"] else "no (interim weights)"])
+    out += [f"- **{label}**: {value}" for label, value in rows]
+    out += [""]
+    return out
+
+
+def _scores(card: dict, link: Callable[[str], str]) -> list[str]:
+    out = [
+        "## Scores",
+        "",
+        "Log-likelihood (LL) per target point on held-out tasks of each prior, in nats; the "
+        "GP oracle is the exact GP posterior under each task's own kernel and "
+        "hyper-parameters (which no model is told), on the same tasks; the gap is the "
+        "oracle's LL less the model's (lower is better); ± one standard error over tasks. "
+        "95 % coverage is the share of targets inside the central 95 % interval (calibrated: "
+        "0.95).",
+        "",
+    ]
+    priors = [
+        ("single-kernel GPs", card.get("eval")),
+        ("composite GPs", card.get("eval_composite")),
+    ]
+    rows = [
+        [
+            label,
+            _int(e.get("n_tasks")),
+            _pm(e, "ll"),
+            _num(e.get("oracle_ll")),
+            _pm(e, "gap"),
+            _num(e.get("coverage95")),
+        ]
+        for label, e in priors
+        if e
+    ]
+    if rows:
+        out += _table(["prior", "tasks", "LL", "GP oracle LL", "gap", "95 % coverage"], rows)
+    else:
+        out += ["No held-out score is recorded on this card."]
+    if card.get("eval") and not card.get("eval_composite"):
+        out += ["", "Not scored on the composite prior (the card has no `eval_composite`)."]
+    per = card.get("per_kernel")
+    if per:
+        out += [
+            "",
+            "Single-kernel prior, by kernel:",
+            "",
+            *_table(
+                ["kernel", "LL", "GP oracle LL", "gap"],
+                [
+                    [KERNEL_NAMES.get(k, k), _pm(v, "ll"), _num(v.get("oracle_ll")), _pm(v, "gap")]
+                    for k, v in per.items()
+                ],
+            ),
+        ]
+    out += [
+        "",
+        f"Every shipped model on the same tasks: [the zoo's scores]"
+        f"({link('reproductions/pretrained/zoo.md')}).",
+        "",
+    ]
+    return out
+
+
+def _safe_range(card: dict, link: Callable[[str], str]) -> list[str]:
+    out = ["## Safe range", ""]
+    sr = card.get("safe_range")
+    if not sr:
+        return out + [
+            "Not measured for this card: `tnpx.predict` warns for targets beyond one context "
+            "width and refuses none.",
+            "",
+        ]
+    widths, hard = sr["widths"], sr["hard_limit"]
+    least, floor = sr.get("min_coverage", 0.9), sr.get("floor_coverage", 0.8)
+    out += [
+        "A target's *distance* is how far it lies outside the context's input range, in widths "
+        "of that range (0 inside it). On held-out tasks "
+        f"({sr.get('tasks', 'of its prior')}; {_int(sr.get('n_tasks'))} tasks) this model's 95 % "
+        f"interval kept a coverage of at least {least:g} up to **{_widths(widths)}** (its safe "
+        f"range) and at least {floor:g} up to **{_widths(hard)}** (its hard limit), with a "
+        f"predicted std that did not shrink below {sr.get('shrink', 0.8):g} of the bin before. "
+        f"`tnpx.predict` warns once for targets beyond {_widths(widths)} and refuses targets "
+        f"beyond {_widths(hard)} unless `allow_extrapolation=True` (`--allow-extrapolation`).",
+        "",
+    ]
+    profile = sr.get("profile") or []
+    if profile:
+        rows = []
+        for b in profile:
+            lo, hi = b.get("low", 0.0), b.get("high", 0.0)
+            where = "inside the range" if hi == 0 else f"{lo:g}–{hi:g}"
+            if hi == 0 or hi <= widths:
+                verdict = "safe"
+            elif hi <= hard:
+                verdict = "warned"
+            else:
+                verdict = "refused"
+            rows.append(
+                [
+                    where,
+                    _int(b.get("n")),
+                    _num(b.get("coverage95")),
+                    _num(b.get("beyond_5sd"), 4),
+                    _num(b.get("mean_std")),
+                    _num(b.get("ll")),
+                    verdict,
+                ]
+            )
+        out += [
+            "Its profile by distance (targets per bin; 95 % coverage; share of targets beyond 5 "
+            "predicted standard deviations; mean predicted std and LL, in the tasks' units):",
+            "",
+            *_table(
+                [
+                    "distance (widths)",
+                    "targets",
+                    "95 % coverage",
+                    "beyond 5 sd",
+                    "mean std",
+                    "LL",
+                    "`tnpx.predict`",
+                ],
+                rows,
+            ),
+            "",
+        ]
+    out += [
+        f"Measured by {_code(sr.get('command'))} at commit {_code(sr.get('commit'))}; every "
+        f"model side by side: [the zoo's safe range]"
+        f"({link('reproductions/pretrained/safe-range.md')}). `tnpx.extrapolation."
+        "distance_profile` measures any model's profile.",
+        "",
+    ]
+    return out
+
+
+def _real_series(card: dict, link: Callable[[str], str]) -> list[str]:
+    real = card.get("real_series")
+    out = ["## Measured series", ""]
+    if not real:
+        return out + [
+            "Not on this card (it has no `real_series`); [the measured-series results]"
+            f"({link('reproductions/pretrained/real-series-v2.md')}) may score it.",
+            "",
+        ]
+    keys = [k for k, v in real.items() if isinstance(v, dict) and "/" in k]
+    rows = []
+    for key in keys:
+        series, kind = key.split("/", 1)
+        m, g = real[key].get("model", {}), real[key].get(GP, {})
+
+        def both(entry: dict, metric: str) -> str:
+            v = entry.get(metric)
+            return "—" if not v else f"{_sig(v[0])} ± {_sig(v[1])}"
+
+        speed = (
+            f"{g['seconds'] / m['seconds']:.0f}×" if m.get("seconds") and g.get("seconds") else "—"
+        )
+        rows.append(
+            [
+                SERIES_NAMES.get(series, series),
+                kind,
+                both(m, "rmse"),
+                both(g, "rmse"),
+                both(m, "nll"),
+                both(g, "nll"),
+                speed,
+            ]
+        )
+    out += [
+        "Zero-shot on measured series it never saw (shipped in statsmodels), beside a GPyTorch GP "
+        "fitted to each context, in the series' own units; mean ± s.e. over "
+        f"{real.get('n_splits', '?')} splits. *interpolation*: targets inside the context's "
+        "range; *extrapolation*: beyond it.",
+        "",
+        *_table(
+            ["series", "targets", "RMSE", f"{GP} RMSE", "NLL", f"{GP} NLL", "GP time / model time"],
+            rows,
+        ),
+        "",
+        f"From `results/pretrained/{real.get('file', '?')}` (commit {_code(real.get('commit'))}); "
+        f"the full table: [measured series]({link('reproductions/pretrained/real-series-v2.md')}).",
+        "",
+    ]
+    return out
+
+
+def _sig(x: float) -> str:
+    """Three significant digits (14.0, 0.520); whole numbers from 100."""
+    return f"{x:.0f}" if abs(x) >= 100 else f"{x:#.3g}"
+
+
+def _limits(card: dict, target_gap: float, bayes: dict | None, link) -> list[str]:
+    name = card["name"]
+    out = ["## Limits", ""]
+    items = []
+    e = card.get("eval")
+    if e and "gap" in e:
+        if e["gap"] <= target_gap:
+            items.append(
+                f"**Gap goal met**: {_pm(e, 'gap')} nats on the single-kernel prior against "
+                f"issue 20's goal of at most {target_gap:g}."
+            )
+        else:
+            items.append(
+                f"**Misses the gap goal**: its gap to the GP oracle on the single-kernel prior is "
+                f"{_pm(e, 'gap')} nats per target point, {e['gap'] - target_gap:.3f} above "
+                f"issue 20's goal of at most {target_gap:g}."
+            )
+    if not e or "gap" not in e:
+        items.append(
+            "No held-out score is recorded on this card: its gap to the GP oracle is unknown."
+        )
+    per = card.get("per_kernel") or {}
+    if per:
+        worst = max(per, key=lambda k: per[k].get("gap", -math.inf))
+        best = min(per, key=lambda k: per[k].get("gap", math.inf))
+        items.append(
+            f"Its largest gap is on {KERNEL_NAMES.get(worst, worst)} tasks "
+            f"({_pm(per[worst], 'gap')}), its smallest on {KERNEL_NAMES.get(best, best)} "
+            f"({_pm(per[best], 'gap')})."
+        )
+    ref = (bayes or {}).get("eval", {})
+    mine = ref.get("models", {}).get(name)
+    if mine and "gap" in ref:
+        items.append(
+            f"Not all of the gap can be closed: the prior's Bayes-optimal predictive is "
+            f"{_pm(ref, 'gap')} from the oracle on {_int(ref.get('n_tasks'))} tasks of the "
+            "single-kernel prior, so "
+            f"{_pm(mine, 'shortfall')} of this model's gap on them is its own "
+            f"([the Bayes reference]({link('reproductions/pretrained/bayes-reference.md')}))."
+        )
+    if e and "coverage95" in e:
+        items.append(
+            f"On held-out tasks of the single-kernel prior its 95 % intervals cover "
+            f"{e['coverage95']:.3f} of the targets (calibrated: 0.95)."
+        )
+    sr = card.get("safe_range")
+    if sr:
+        bad = miscalibrated_bins(card)
+        if sr["widths"] == 0:
+            where = (
+                "**Not calibrated beyond its context at all**: already in the first bin outside "
+                "the context's range its 95 % coverage is below "
+                f"{sr.get('min_coverage', 0.9):g}, so `tnpx.predict` warns for every target "
+                "outside the context's range"
+            )
+        else:
+            where = (
+                f"**Calibrated only up to {_widths(sr['widths'])} beyond its context**: past it "
+                f"the 95 % coverage falls below {sr.get('min_coverage', 0.9):g}"
+            )
+        if bad:
+            lowest = min(bad, key=lambda b: b["coverage95"])
+            where += (
+                f" (lowest: {lowest['coverage95']:.3f} at {lowest['low']:g}–{lowest['high']:g} "
+                "widths)"
+            )
+        where += (
+            f"; beyond {_widths(sr['hard_limit'])} its predictions are refused unless you pass "
+            "`allow_extrapolation=True`."
+        )
+        items.append(where)
+        profile = sr.get("profile") or []
+        collapsed = [i for i, b in enumerate(profile) if b in bad and b.get("beyond_5sd", 0) > 0.1]
+        if collapsed:
+            i = collapsed[0]
+            first = profile[i]
+            shrinks = i > 0 and first.get("mean_std", 0) < profile[i - 1].get("mean_std", 0)
+            items.append(
+                f"From {first['low']:g} widths out it is confidently wrong: "
+                f"{first['beyond_5sd']:.0%} of targets lie beyond 5 predicted standard "
+                "deviations"
+                + (", and its predicted std shrinks instead of growing." if shrinks else ".")
+            )
+    else:
+        items.append("Its safe range was not measured: `tnpx.predict` warns beyond one width.")
+    real = card.get("real_series") or {}
+    worse = []
+    for key, v in real.items():
+        if not (isinstance(v, dict) and key.endswith("/extrapolation")):
+            continue
+        m, g = v.get("model", {}).get("nll"), v.get(GP, {}).get("nll")
+        if m and g and m[0] - g[0] > 2 * math.hypot(m[1], g[1]):
+            worse.append(SERIES_NAMES.get(key.split("/")[0], key.split("/")[0]))
+    if worse:
+        items.append(
+            "On measured series, beyond the context it predicts worse than a GP fitted to the "
+            f"series (NLL more than two standard errors above the GP's) on {', '.join(worse)}: "
+            "it reverts to the mean where a fitted periodic kernel carries the cycle on. To "
+            "extrapolate a seasonal series, fit a GP."
+        )
+    one_d = card.get("trained_on", "").startswith("1D")
+    items.append(
+        ("It takes one input and one output column (1D regression) and " if one_d else "It ")
+        + "knows only its training prior; on data unlike it, score it first (`tnpx eval`) or "
+        f"fine-tune it (`train.init_from: {name}`)."
+    )
+    out += [f"- {item}" for item in items]
+    out += [""]
+    return out
+
+
+def index_page(cards: dict[str, dict], target_gap: float, link) -> str:
+    """The zoo's overview: every shipped model in one table, each linking to its card."""
+    rows = []
+    for name, c in cards.items():
+        e = c.get("eval") or {}
+        sr = c.get("safe_range") or {}
+        rows.append(
+            [
+                f"[`{name}`]({name}.md)",
+                f"{_code(c.get('model'))}, {_int(c.get('params'))} parameters",
+                prior_kind(c),
+                f"{_int(all_steps(c))} steps, {_hours(all_seconds(c))}",
+                _pm(e, "gap"),
+                _pm(c.get("eval_composite") or {}, "gap"),
+                "—" if not sr else f"{sr['widths']:g} / {sr['hard_limit']:g}",
+            ]
+        )
+    lines = [
+        "# The zoo",
+        "",
+        "Small models shipped inside the package as zero-shot stand-ins for 1D GP regression. "
+        "Load one by name (`tnpx.pretrained(NAME)`), predict with it on your data "
+        "(`tnpx.predict(NAME, context, targets)`, `tnpx predict NAME --context ... --targets ...`) "
+        "or list them (`tnpx models --pretrained`). Each page below is generated from the "
+        "model's card, `src/tnpx/zoo/NAME.json`, when the site is built.",
+        "",
+        *_table(
+            [
+                "model",
+                "architecture",
+                "prior",
+                "training",
+                "gap, single-kernel",
+                "gap, composite",
+                "safe range / hard limit (widths)",
+            ],
+            rows,
+        ),
+        "",
+        "Gap: the GP oracle's LL per target point less the model's, on held-out tasks of each "
+        f"prior, ± one standard error (issue 20's goal: at most {target_gap:g} on the "
+        "single-kernel prior). Safe range: how far beyond the context's input range (in widths "
+        "of that range) the 95 % interval stayed calibrated; past the hard limit `tnpx.predict` "
+        "refuses unless `allow_extrapolation=True`.",
+        "",
+        "Models in other folders listed in the environment variable `TNPX_ZOO` load by name too; "
+        f"[the zoo's results]({link('reproductions/pretrained/index.md')}) score them side by "
+        "side.",
+        "",
+    ]
+    return "\n".join(lines)
