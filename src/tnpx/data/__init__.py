@@ -11,6 +11,7 @@ from .gp_composite import CompositeGPConfig, CompositeGPSampler
 from .images import ImageConfig, ImageSampler
 from .kolmogorov import KolmogorovConfig, KolmogorovSampler
 from .sawtooth import SawtoothConfig, SawtoothSampler
+from .stations import StationsConfig, StationsSampler
 from .table import TableConfig, TableSampler
 
 SAMPLERS = {
@@ -21,6 +22,7 @@ SAMPLERS = {
     "kolmogorov": (KolmogorovSampler, KolmogorovConfig),
     "era5": (ERA5Sampler, ERA5Config),
     "table": (TableSampler, TableConfig),
+    "stations": (StationsSampler, StationsConfig),
 }
 
 
@@ -63,6 +65,8 @@ __all__ = [
     "KolmogorovSampler",
     "SawtoothConfig",
     "SawtoothSampler",
+    "StationsConfig",
+    "StationsSampler",
     "TableConfig",
     "TableSampler",
     "TaskSampler",

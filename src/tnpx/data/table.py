@@ -5,7 +5,9 @@ which task a point belongs to, input columns ``x`` and output columns ``y``.
 
 The table is read once (CSV, Parquet, or from Python a pandas DataFrame:
 :meth:`TableSampler.from_frame`), checked, sorted by task and split **by task**: whole tasks
-are held out for validation and test, never points inside them. Inputs and outputs are
+are held out for validation and test, never points inside them, chosen by a hash of each
+task's key, by time (the latest tasks are test) or by region (whole regions held out):
+``split_by``, see :mod:`tnpx.data.table_splits`. Inputs and outputs are
 normalised per column with the mean and standard deviation of the training tasks' rows only,
 one affine map for every task and split, so an input keeps its meaning (day 0 is day 0 in
 every task). Each batch draws tasks of one split, shuffles each task's points and splits them
@@ -28,7 +30,6 @@ counts and names them; nothing else is dropped.
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
@@ -39,6 +40,7 @@ import torch
 from ..batch import Batch
 from ..tables import DataError, Table, column_names, numeric_rows, read_table, warn_user
 from .base import SPLITS, TaskSampler, uniform
+from .table_splits import SPLIT_BY, split_tasks
 
 if TYPE_CHECKING:  # pandas is imported where it is used, so `import tnpx` stays light
     import pandas as pd
@@ -55,8 +57,11 @@ class TableConfig:
     column(s); ``x``/``y``: the input and output columns. Each task's context is a fraction
     ``U(ctx_fraction)`` of its points, clipped to ``[min_ctx, n - 1]`` and to ``max_ctx``; the
     rest are targets, at most ``max_tgt``. ``val_fraction``/``test_fraction`` of the tasks
-    (rounded) are held out, chosen by a hash of each task's key and ``split_seed``, so a task's
-    split does not depend on the sampler's seed or on the order of rows.
+    (rounded) are held out, chosen by ``split_by``: ``task`` (a hash of each task's key and
+    ``split_seed``, so a task's split depends neither on the sampler's seed nor on the order
+    of rows), ``time`` (the latest tasks by ``split_column``) or ``region`` (whole regions of
+    ``split_column``: those in ``val_regions``/``test_regions``, or hashed with the fractions
+    counting regions); see :mod:`tnpx.data.table_splits`.
     """
 
     path: str | None = None
@@ -71,6 +76,10 @@ class TableConfig:
     test_fraction: float = 0.1
     split_seed: int = 0
     normalise: bool = True
+    split_by: str = "task"
+    split_column: str | None = None
+    val_regions: list | None = None
+    test_regions: list | None = None
 
 
 @dataclass
@@ -98,16 +107,20 @@ class TableSampler(TaskSampler):
     """
 
     splits_tasks: ClassVar[bool] = True
+    source: ClassVar[str] = "table"  # the sampler's name in messages
 
     def __init__(
         self,
         config: TableConfig | None = None,
         batch_size: int = 16,
         seed: int = 0,
-        frame: pd.DataFrame | None = None,
+        frame: pd.DataFrame | Table | None = None,
     ):
-        self.config = config = config or TableConfig()
-        self.task_cols, self.x_cols, self.y_cols = _check_options(config, frame is not None)
+        # table_config: what the table machinery reads (a source built on it keeps its own
+        # config as .config)
+        self.config = self.table_config = config = config or TableConfig()
+        columns = _check_options(config, frame is not None, self.source)
+        self.task_cols, self.x_cols, self.y_cols = columns
         self.dim_x, self.dim_y = len(self.x_cols), len(self.y_cols)
         self.batch_size, self.seed = batch_size, seed
         table = _read(frame if frame is not None else config.path)
@@ -146,7 +159,10 @@ class TableSampler(TaskSampler):
         self.task_keys(split)  # checks the name
         part = self._splits[split]
         if part.n_tasks == 0:
-            raise ValueError(f"table: the {split} split has no tasks ({split}_fraction is 0)")
+            c = self.table_config
+            lists = c.split_by == "region" and (c.val_regions or c.test_regions)
+            why = f"{split}_regions is empty" if lists else f"{split}_fraction is 0"
+            raise ValueError(f"{self.source}: the {split} split has no tasks ({why})")
         return part
 
     def sample(
@@ -178,7 +194,7 @@ class TableSampler(TaskSampler):
 
     def _counts(self, g: torch.Generator, sizes: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Context and target counts ``[batch]`` of tasks of ``sizes [batch]`` points."""
-        c = self.config
+        c = self.table_config
         lo, hi = c.ctx_fraction
         fraction = uniform(g, (len(sizes),), lo, hi)
         n_ctx = (fraction * sizes).round().long().clamp_min(c.min_ctx)
@@ -218,44 +234,79 @@ def _as_list(cols) -> list:
     return [cols] if isinstance(cols, str) else list(cols or [])
 
 
-def _check_options(c: TableConfig, has_frame: bool) -> tuple[list, list, list]:
+def _check_options(
+    c: TableConfig, has_frame: bool, source: str = "table"
+) -> tuple[list, list, list]:
     """The task, input and output columns; a ``ValueError`` for an option out of range."""
     if c.path is None and not has_frame:
-        raise ValueError("data sampler 'table' needs path: a CSV or Parquet file, one row a point")
+        raise ValueError(
+            f"data sampler {source!r} needs path: a CSV or Parquet file, one row a point"
+        )
     task, x, y = _as_list(c.task), _as_list(c.x), _as_list(c.y)
     for option, cols in (("task", task), ("x", x), ("y", y)):
         if not cols:
-            raise ValueError(f"table: name the {option} column(s) ({option}: [COLUMN, ...])")
+            raise ValueError(f"{source}: name the {option} column(s) ({option}: [COLUMN, ...])")
     named = [*task, *x, *y]
     twice = sorted({str(col) for col in named if named.count(col) > 1})
     if twice:
-        raise ValueError(f"table: column(s) {twice} named more than once among task, x and y")
+        raise ValueError(f"{source}: column(s) {twice} named more than once among task, x and y")
     if c.min_ctx < 1:
-        raise ValueError(f"table: min_ctx must be >= 1 (a task needs a context), got {c.min_ctx}")
+        raise ValueError(
+            f"{source}: min_ctx must be >= 1 (a task needs a context), got {c.min_ctx}"
+        )
     if c.max_ctx is not None and c.max_ctx < c.min_ctx:
-        raise ValueError(f"table: max_ctx={c.max_ctx} is below min_ctx={c.min_ctx}")
+        raise ValueError(f"{source}: max_ctx={c.max_ctx} is below min_ctx={c.min_ctx}")
     if c.max_tgt is not None and c.max_tgt < 1:
-        raise ValueError(f"table: max_tgt must be >= 1 (or null: no cap), got {c.max_tgt}")
+        raise ValueError(f"{source}: max_tgt must be >= 1 (or null: no cap), got {c.max_tgt}")
     if len(c.ctx_fraction) != 2 or not 0 <= c.ctx_fraction[0] <= c.ctx_fraction[1] <= 1:
         raise ValueError(
-            f"table: ctx_fraction must be [low, high], 0 <= low <= high <= 1, got {c.ctx_fraction}"
+            f"{source}: ctx_fraction must be [low, high], 0 <= low <= high <= 1, "
+            f"got {c.ctx_fraction}"
         )
     if not 0 < c.val_fraction < 1:  # training validates on it
-        raise ValueError(f"table: val_fraction must lie in (0, 1), got {c.val_fraction}")
+        raise ValueError(f"{source}: val_fraction must lie in (0, 1), got {c.val_fraction}")
     if not 0 <= c.test_fraction < 1 or c.val_fraction + c.test_fraction >= 1:
         raise ValueError(
-            f"table: test_fraction must lie in [0, 1) and leave training tasks "
+            f"{source}: test_fraction must lie in [0, 1) and leave training tasks "
             f"(val_fraction + test_fraction < 1), got {c.test_fraction}"
         )
+    _check_split_options(c, source)
     return task, x, y
 
 
+def _check_split_options(c: TableConfig, source: str) -> None:
+    """``split_by`` and the options that go with it."""
+    if c.split_by not in SPLIT_BY:
+        raise ValueError(
+            f"{source}: split_by must be one of {', '.join(SPLIT_BY)}, got {c.split_by!r}"
+        )
+    if c.split_by == "task" and c.split_column is not None:
+        raise ValueError(f"{source}: split_column is for split_by time or region, not task")
+    if c.split_by == "time" and c.split_column is None:
+        raise ValueError(f"{source}: split_by time needs split_column: the column of each time")
+    if c.split_by == "region" and c.split_column is None:
+        raise ValueError(f"{source}: split_by region needs split_column: the column of regions")
+    lists = {"val": c.val_regions, "test": c.test_regions}
+    if all(v is None for v in lists.values()):
+        return
+    if c.split_by != "region":
+        raise ValueError(f"{source}: val_regions/test_regions are for split_by region")
+    if not c.val_regions:  # training validates on held-out tasks
+        raise ValueError(f"{source}: name the regions held out for validation (val_regions)")
+    both = sorted({str(r) for r in c.val_regions} & {str(r) for r in c.test_regions or []})
+    if both:
+        raise ValueError(f"{source}: region(s) {both} named in both val_regions and test_regions")
+
+
 # -- reading and checking ----------------------------------------------------------------------
-def _read(source) -> Table:
-    """The table at ``source`` (a CSV, Parquet or NetCDF file, or a DataFrame)."""
+def _read(source, role: str = "table") -> Table:
+    """The table at ``source`` (a CSV, Parquet or NetCDF file, a DataFrame named in messages
+    as the ``role`` DataFrame, or a :class:`Table` a source built on this one prepared)."""
+    if isinstance(source, Table):
+        return source
     if isinstance(source, (str, Path)) and Path(source).suffix.lower() in PARQUET_SUFFIXES:
         return _read_parquet(Path(source))
-    return read_table(source, "table")
+    return read_table(source, role)
 
 
 def _read_parquet(path: Path) -> Table:
@@ -283,7 +334,8 @@ def _load(
 ) -> tuple[dict[str, TaskSplit], list[float], list[float]]:
     """Check ``table``, split its tasks and normalise: each split's tasks, and the ``loc`` and
     ``scale`` per input then output column (fitted on the training tasks)."""
-    _require(table, {"task": task_cols, "x": x_cols, "y": y_cols})
+    split_cols = [] if c.split_column is None else [c.split_column]
+    _require(table, {"task": task_cols, "x": x_cols, "y": y_cols, "split_column": split_cols})
     if len(table.frame) == 0:
         raise DataError(f"{table.name}: the table has no rows")
     code, keys = _task_codes(table, task_cols)
@@ -297,7 +349,7 @@ def _load(
     sizes = np.bincount(code, minlength=len(keys))
     kept = _kept_tasks(table, sizes, keys, show, c.min_ctx)
     split = np.full(len(keys), -1)  # -1: skipped
-    split[kept] = _split_of(table, [keys[i] for i in kept], c)
+    split[kept] = split_tasks(table, keys, code, kept, show, c)
     row_split = split[code[order]]
     train_rows = order[row_split == SPLITS["train"]]
     loc, scale = _normalisation(values[train_rows], c.normalise)
@@ -418,39 +470,6 @@ def _kept_tasks(table: Table, sizes: np.ndarray, keys: list, show, min_ctx: int)
             f"{'; '.join(names)}{f' and {more} more' if more else ''}"
         )
     return np.flatnonzero(~small)
-
-
-def _split_of(table: Table, keys: list, c: TableConfig) -> np.ndarray:
-    """Each task's split (``SPLITS``' numbers): tasks ranked by a hash of ``(split_seed, key)``,
-    the first ``round(n * test_fraction)`` test, the next ``round(n * val_fraction)`` val. A
-    task's rank depends on its key alone, so tasks added to a table move few others."""
-    n = len(keys)
-    counts = {"test": _rounded(n * c.test_fraction), "val": _rounded(n * c.val_fraction)}
-    asked = f"val_fraction={c.val_fraction:g}, test_fraction={c.test_fraction:g}"
-    for name, fraction in (("val", c.val_fraction), ("test", c.test_fraction)):
-        if fraction > 0 and counts[name] == 0:
-            raise DataError(
-                f"{table.name}: {n} usable task(s) leave none for the {name} split ({asked}); "
-                f"add tasks or raise {name}_fraction to at least {1 / max(n, 1):.3g}"
-            )
-    if n - counts["val"] - counts["test"] < 1:
-        raise DataError(f"{table.name}: {n} usable task(s) leave none for training ({asked})")
-    rank = np.argsort(np.array([_hash(c.split_seed, k) for k in keys], dtype=np.uint64))
-    split = np.full(n, SPLITS["train"])
-    split[rank[: counts["test"]]] = SPLITS["test"]
-    split[rank[counts["test"] : counts["test"] + counts["val"]]] = SPLITS["val"]
-    return split
-
-
-def _rounded(value: float) -> int:
-    return int(np.floor(value + 0.5))  # half up (Python's round goes to even)
-
-
-def _hash(seed: int, key) -> int:
-    """A hash of a task key that is the same in every process and run (``hash`` is not)."""
-    values = key if isinstance(key, tuple) else (key,)
-    text = "\x1f".join([str(seed), *map(str, values)])
-    return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little")
 
 
 def _normalisation(train: np.ndarray, normalise: bool) -> tuple[np.ndarray, np.ndarray]:
