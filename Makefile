@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 TORCH_CONSTRAINT ?= -c constraints.txt
 PYTEST_ARGS ?= -n 2 -m "not slow"
 
-.PHONY: demo demo-results test test-slow install install-test lint clean docs
+.PHONY: demo demo-results test test-slow install install-test lint clean docs wheel wheel-smoke
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -57,3 +57,19 @@ docs: install
 	@$(BIN)/python -c 'import mkdocs, material, mkdocstrings_handlers.python' 2>/dev/null || \
 	$(BIN)/python -m pip install --quiet $(TORCH_CONSTRAINT) -e '.[docs]'
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
+# The release files: the sdist and the wheel (built from the sdist) into $(DIST), checked by
+# `twine check --strict`. build and twine are installed into .venv the first time.
+DIST ?= dist
+wheel: $(BIN)/python
+	@$(BIN)/python -c 'import build, twine' 2>/dev/null || \
+	$(BIN)/python -m pip install --quiet $(TORCH_CONSTRAINT) build twine
+	rm -f $(DIST)/tnpx-*.whl $(DIST)/tnpx-*.tar.gz
+	$(BIN)/python -m build --outdir $(DIST)
+	$(BIN)/python -m twine check --strict $(DIST)/tnpx-*
+
+# What `pip install tnpx` promises (.ci/wheel_smoke.sh): the wheel into a fresh environment in a
+# temporary folder, without extras; import, the README's zoo prediction, a tiny train and eval,
+# run outside the repository. About a minute, most of it pip; leaves nothing behind.
+wheel-smoke: $(BIN)/python
+	PYTHON=$(PYTHON) bash .ci/wheel_smoke.sh
