@@ -32,6 +32,10 @@ def plot_1d_tasks(
     function where the targets are noiseless), each model's mean ± 2σ on a dense grid, and the
     GP oracle's mean ± 2σ where the data come from a GP.
 
+    Padded tasks (a ``table`` source's) are drawn with their real points only (``mask_c`` /
+    ``mask_t``), the models conditioned on the real context; a source that normalises (its
+    ``normalisation``) is drawn in the data's units, axes named by its columns.
+
     Args:
         models: label -> model; each gets its own colour.
         sampler: a 1D sampler (dim_x = dim_y = 1); tasks come from its ``test`` split.
@@ -47,50 +51,78 @@ def plot_1d_tasks(
             f"plot_1d_tasks needs dim_x = dim_y = 1, got {sampler.dim_x}, {sampler.dim_y}"
         )
     batch = batch_at(sampler, 0, split="test", batch_size=n_tasks)
-    lo = min(batch.xc.min().item(), batch.xt.min().item())
-    hi = max(batch.xc.max().item(), batch.xt.max().item())
+    real_c, real_t = _real(batch.mask_c, batch.xc), _real(batch.mask_t, batch.xt)
+    lo = min(batch.xc[real_c].min().item(), batch.xt[real_t].min().item())
+    hi = max(batch.xc[real_c].max().item(), batch.xt[real_t].max().item())
     pad = 0.05 * (hi - lo)
     grid = torch.linspace(lo - pad, hi + pad, n_grid).view(1, -1, 1).expand(n_tasks, -1, -1)
-    dense = Batch(batch.xc, batch.yc, grid.contiguous(), info=batch.info)
+    dense = Batch(batch.xc, batch.yc, grid.contiguous(), mask_c=batch.mask_c, info=batch.info)
     curves = {label: m.eval().cpu().predict_batch(dense) for label, m in models.items()}
     if oracle and "kernel" in batch.info:
         curves["GP oracle"] = build_model("gp-oracle").predict_batch(dense)
     sample_grid = torch.linspace(lo - pad, hi + pad, n_sample_grid).view(1, -1, 1)
     sample_grid = sample_grid.expand(n_tasks, -1, -1).contiguous()
     paths = {
-        label: sample(m, batch.xc, batch.yc, sample_grid, n_samples, seed=seed)
+        label: sample(m, batch.xc, batch.yc, sample_grid, n_samples, mask_c=batch.mask_c, seed=seed)
         for label, m in models.items()
         if n_samples > 0
     }
 
     fig, axes = plt.subplots(1, n_tasks, figsize=(4.2 * n_tasks, 3.4), squeeze=False)
     colours = ["tab:blue", "tab:orange", "tab:green", "tab:purple", "tab:red"]
-    x = grid[0, :, 0].numpy()
+    units = _DataUnits(getattr(sampler, "normalisation", None))
+    x = units.x(grid[0, :, 0])
     for i, ax in enumerate(axes[0]):
-        order = batch.xt[i, :, 0].argsort()
-        ax.plot(
-            batch.xt[i, order, 0], batch.yt[i, order, 0], ".", color="0.55", ms=3, label="targets"
-        )
+        xt, yt = batch.xt[i, real_t[i], 0], batch.yt[i, real_t[i], 0]
+        order = xt.argsort()
+        ax.plot(units.x(xt[order]), units.y(yt[order]), ".", color="0.55", ms=3, label="targets")
         for (label, pred), colour in zip(curves.items(), colours):
             colour = "black" if label == "GP oracle" else colour
             style = "--" if label == "GP oracle" else "-"
-            mu, sd = pred.mean[i, :, 0].numpy(), pred.stddev[i, :, 0].numpy()
+            mu, sd = units.y(pred.mean[i, :, 0]), units.scale_y * pred.stddev[i, :, 0].numpy()
             ax.plot(x, mu, style, color=colour, lw=1.3, label=f"{label} mean ± 2σ")
             if label != "GP oracle":
                 ax.fill_between(x, mu - 2 * sd, mu + 2 * sd, color=colour, alpha=0.18, lw=0)
             if label in paths:
-                xs = sample_grid[0, :, 0].numpy()
-                ax.plot(xs, paths[label][:, i, :, 0].T.numpy(), color=colour, lw=0.6, alpha=0.6)
+                xs = units.x(sample_grid[0, :, 0])
+                ax.plot(xs, units.y(paths[label][:, i, :, 0].T), color=colour, lw=0.6, alpha=0.6)
             else:
                 ax.plot(x, mu - 2 * sd, ":", color=colour, lw=0.9)
                 ax.plot(x, mu + 2 * sd, ":", color=colour, lw=0.9)
-        ax.plot(batch.xc[i, :, 0], batch.yc[i, :, 0], "o", color="crimson", ms=4, label="context")
-        title = titles[i] if titles else f"task {i}: {batch.xc.shape[1]} context points"
+        xc, yc = units.x(batch.xc[i, real_c[i], 0]), units.y(batch.yc[i, real_c[i], 0])
+        ax.plot(xc, yc, "o", color="crimson", ms=4, label="context")
+        title = titles[i] if titles else f"task {i}: {int(real_c[i].sum())} context points"
         ax.set_title(title, fontsize=9)
-        ax.set_xlabel("x")
-    axes[0, 0].set_ylabel("y")
+        ax.set_xlabel(units.x_name)
+    axes[0, 0].set_ylabel(units.y_name)
     axes[0, 0].legend(fontsize=7, loc="best")
     return save_figure(fig, path)
+
+
+def _real(mask: torch.Tensor | None, values: torch.Tensor) -> torch.Tensor:
+    """``[batch, n]`` True at the real points of ``values [batch, n, dim]`` (all without a mask)."""
+    return torch.ones(values.shape[:2], dtype=torch.bool) if mask is None else mask.bool()
+
+
+class _DataUnits:
+    """A source's model units back to the data's (``value = value_model * scale + loc``), from
+    its ``normalisation`` (1D input and output); the identity and ``x``/``y`` without one."""
+
+    def __init__(self, normalisation: dict | None):
+        def part(key: str) -> tuple[float, float, str]:
+            if not normalisation:
+                return 0.0, 1.0, key
+            p = normalisation[key]
+            return float(p["loc"][0]), float(p["scale"][0]), str(p["columns"][0])
+
+        self.loc_x, self.scale_x, self.x_name = part("x")
+        self.loc_y, self.scale_y, self.y_name = part("y")
+
+    def x(self, values: torch.Tensor) -> np.ndarray:
+        return values.double().numpy() * self.scale_x + self.loc_x
+
+    def y(self, values: torch.Tensor) -> np.ndarray:
+        return values.double().numpy() * self.scale_y + self.loc_y
 
 
 MISSING_PIXEL = np.array([0.35, 0.5, 0.85])  # RGB of the pixels outside the context

@@ -1,0 +1,16 @@
+"""Worked examples on real data that ships inside an installed package (``tnpx[real-data]``).
+
+Each example writes a long table of many tasks from a package's data, trains a model on it from
+its config in ``configs/examples/``, scores the model on all held-out test tasks beside a GP
+fitted per task and the context's moments (:func:`tnpx.evaluate_tasks.evaluate_tasks`), draws
+held-out tasks, and writes its results folder under ``results/examples/``
+(:mod:`examples.runner`). ``--quick`` runs the same path in seconds
+(``tests/app/test_examples.py``).
+
+    python examples/seattle_temps.py      # Seattle, hourly temperatures: a task is a day
+    python examples/sf_temps.py           # San Francisco, the same form; and Seattle's model
+                                          # zero-shot on San Francisco's test days
+"""
+
+# The examples' modules, in the order they run (sf_temps reads seattle_temps' trained model).
+EXAMPLES = ("seattle_temps", "sf_temps")
