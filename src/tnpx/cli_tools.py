@@ -139,7 +139,7 @@ def _demo(args) -> int:
         runs=Path(args.runs) if args.runs else None,
         overrides=args.overrides,
         quick=args.quick,
-        pretrained=args.pretrained,
+        **({"pretrained": args.pretrained} if args.pretrained else {}),
     )
     run_demo(settings)
     return 0
@@ -159,7 +159,10 @@ def add_demo(sub) -> None:
     p.add_argument("--config", default="configs/kr1-rbf-tnpx-budget.yaml", help="data and TNP")
     p.add_argument("--out", default="runs/demo", help="output folder (default runs/demo)")
     p.add_argument("--runs", help="where the training runs go (default OUT/train)")
-    p.add_argument("--pretrained", default="gp1d-tnp", help="the shipped 1D model shown zero-shot")
+    p.add_argument(
+        "--pretrained",
+        help="the shipped 1D model shown zero-shot (default: the zoo's best, gp1d-v2-te-tnp-rope)",
+    )
     p.add_argument(
         "--quick", action="store_true", help="a smoke run of every part in seconds (20 steps)"
     )

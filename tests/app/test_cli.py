@@ -101,16 +101,6 @@ def test_errors_are_one_line_without_traceback(tmp_path, args, message):
     assert "Traceback" not in out.stderr
 
 
-def test_readme_model_table_is_generated_from_the_registry():
-    from pathlib import Path
-
-    from tnpx.cli import models_table
-
-    readme = (Path(__file__).parents[2] / "README.md").read_text()
-    section = readme.split("<!-- models:start -->")[1].split("<!-- models:end -->")[0].strip()
-    assert section == models_table(markdown=True), "run `tnpx models --markdown` into README.md"
-
-
 def test_package_version_matches_pyproject():
     from pathlib import Path
 

@@ -73,7 +73,7 @@ def test_quick_demo_writes_every_part_under_its_out_folder_only(tmp_path):
         assert row in done.stdout
     record = json.loads((out / "metrics.json").read_text())
     zero_shot = record["zero_shot"]["metrics"]
-    assert record["zero_shot"]["model"] == "gp1d-tnp" and zero_shot["n_tasks"] == 16
+    assert record["zero_shot"]["model"] == "gp1d-v2-te-tnp-rope" and zero_shot["n_tasks"] == 16
     assert zero_shot["ll"] < zero_shot["oracle_ll"]  # the exact GP is the best possible
     assert sorted(record["models"]) == ["cnp", "tnp"]
     readme = (out / "README.md").read_text()
