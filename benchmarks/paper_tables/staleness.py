@@ -92,7 +92,12 @@ def settings(cfg: ExperimentConfig) -> dict:
     # Keys added after cells were computed, at their neutral default, change no number.
     if not values["optim"].get("lr_multipliers"):
         values["optim"].pop("lr_multipliers", None)
-    for key, neutral in (("init_from", None), ("weight_init", "default")):
+    for key, neutral in (
+        ("init_from", None),
+        ("weight_init", "default"),
+        ("keep_best", False),
+        ("patience", None),
+    ):
         if values["train"].get(key, neutral) == neutral:
             values["train"].pop(key, None)
     return values
