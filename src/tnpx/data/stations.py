@@ -39,13 +39,13 @@ window start) of each task, which is what a gridded source would look its field 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
 from ..tables import DataError, Table
-from .table import TableConfig, TableSampler, _as_list, _read, _require
+from .table import TableConfig, TableSampler, TaskDraws, _as_list, _read, _require
 from .table_times import is_dates, parse_times
 
 if TYPE_CHECKING:  # pandas is imported where it is used, so `import tnpx` stays light
@@ -55,7 +55,7 @@ SPLIT_BY = ("time", "task")
 
 
 @dataclass
-class StationsConfig:
+class StationsConfig(TaskDraws):
     """Which columns are what, how readings group into tasks, and how tasks are split.
 
     ``path``: a CSV or Parquet file. ``time``: the time column (numbers or dates);
@@ -76,14 +76,6 @@ class StationsConfig:
     window: float | str | None = None
     time_as_input: bool = False
     split_by: str = "time"
-    min_ctx: int = 1
-    max_ctx: int | None = None
-    ctx_fraction: list[float] = field(default_factory=lambda: [0.1, 0.9])
-    max_tgt: int | None = None
-    val_fraction: float = 0.1
-    test_fraction: float = 0.1
-    split_seed: int = 0
-    normalise: bool = True
 
 
 @dataclass
@@ -142,14 +134,7 @@ def _table_config(c: StationsConfig, cols: _Columns, x: list) -> TableConfig:
         task=cols.time,
         x=x,
         y=cols.y,
-        min_ctx=c.min_ctx,
-        max_ctx=c.max_ctx,
-        ctx_fraction=c.ctx_fraction,
-        max_tgt=c.max_tgt,
-        val_fraction=c.val_fraction,
-        test_fraction=c.test_fraction,
-        split_seed=c.split_seed,
-        normalise=c.normalise,
+        **{f.name: getattr(c, f.name) for f in fields(TaskDraws)},
         split_by="time" if by_time else "task",
         split_column=cols.time if by_time else None,
     )

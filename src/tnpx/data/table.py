@@ -50,7 +50,22 @@ SHOWN = 5  # task keys a warning names
 
 
 @dataclass
-class TableConfig:
+class TaskDraws:
+    """How each task's points become context and targets, and how many tasks are held out:
+    the options the ``table`` source and those built on it (``stations``) share."""
+
+    min_ctx: int = 1
+    max_ctx: int | None = None
+    ctx_fraction: list[float] = field(default_factory=lambda: [0.1, 0.9])
+    max_tgt: int | None = None
+    val_fraction: float = 0.1
+    test_fraction: float = 0.1
+    split_seed: int = 0
+    normalise: bool = True
+
+
+@dataclass
+class TableConfig(TaskDraws):
     """Where the table is, which columns are what, and how tasks are split.
 
     ``path``: a CSV or Parquet file (relative to the working folder). ``task``: the task-id
@@ -68,14 +83,6 @@ class TableConfig:
     task: str | list[str] | None = None
     x: str | list[str] = field(default_factory=list)
     y: str | list[str] = field(default_factory=list)
-    min_ctx: int = 1
-    max_ctx: int | None = None
-    ctx_fraction: list[float] = field(default_factory=lambda: [0.1, 0.9])
-    max_tgt: int | None = None
-    val_fraction: float = 0.1
-    test_fraction: float = 0.1
-    split_seed: int = 0
-    normalise: bool = True
     split_by: str = "task"
     split_column: str | None = None
     val_regions: list | None = None
