@@ -46,7 +46,7 @@ test-slow: install-test
 	exit $$rc
 
 lint: install-test
-	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff check src tests experiments benchmarks docs/hooks examples
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache

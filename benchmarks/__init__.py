@@ -1,4 +1,4 @@
-"""The benchmark scripts, importable as a package from the repository root (the tests do
-``from benchmarks import kr_tables``; ``python -m benchmarks.kr_tables`` runs one). Each script
-also runs as a file, ``python benchmarks/NAME.py``: one that imports its siblings puts the
-repository root on ``sys.path`` first when it is not imported as part of this package."""
+"""The lab's performance measurements: time and memory of the library's models and commands,
+and KR-5's scaling tables. Not part of the installed package: each probe runs from the
+repository root as ``python -m benchmarks.NAME`` and reaches tnpx only through its public API
+(``tests/test_lab_boundary.py``); ``bench`` measures one forward in a fresh process."""

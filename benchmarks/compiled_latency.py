@@ -4,25 +4,25 @@ targets and N context points, N = 1 ... 1,000, where an eager forward is dominat
 per-operation overhead rather than arithmetic (KR-5's small-N regime).
 
 Each (model, sweep, N) is measured eager then compiled, back to back, each in its own
-process (`tnpx.experiments.bench.measure`); the compiled one's first call (the compilation) is never
+process (`benchmarks.bench.measure`); the compiled one's first call (the compilation) is never
 timed. Writes ``results/perf/compiled_latency.md`` and ``.json``.
 
-    python benchmarks/compiled_latency.py                      # CPU (inductor C++ kernels)
-    python benchmarks/compiled_latency.py --device cuda        # GPU (CUDA graphs)
+    python -m benchmarks.compiled_latency                      # CPU (inductor C++ kernels)
+    python -m benchmarks.compiled_latency --device cuda        # GPU (CUDA graphs)
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from pathlib import Path
 
 from tqdm import tqdm
 
-from tnpx.experiments.bench import OK, measure
-from tnpx.experiments.provenance import command_line, git_commit
-from tnpx.experiments.scaling import FIXED_N, device_hardware, model_options
+from benchmarks.bench import OK, measure
+from benchmarks.harness import write_results
+from benchmarks.scaling import FIXED_N, device_hardware, model_options
+from tnpx.provenance import command_line, git_commit
 
 MODELS = ("tnp-d", "tnp-kr-full", "tnp-kr-fast", "linear-tnp")
 SIZES = (1, 10, 100, 1000)
@@ -133,12 +133,7 @@ default.
 
 **Reading**: {reading(rows)}
 """
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.with_suffix(".md").write_text(text)
-    out.with_suffix(".json").write_text(
-        json.dumps({"command": command, "commit": commit, "rows": rows}, indent=1)
-    )
+    write_results(Path(args.out), {"command": command, "commit": commit, "rows": rows}, text, 1)
     print(text)
 
 

@@ -7,7 +7,7 @@ random tasks when context and targets move together by ``s``, for shifts that ar
 and multiples of ``h`` and a few absolute shifts. Writes ``results/convcnp-equivariance/
 README.md`` and ``results.json``.
 
-    python benchmarks/convcnp_equivariance.py
+    python -m benchmarks.convcnp_equivariance
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from pathlib import Path
 import torch
 
 import tnpx
-from tnpx.experiments.provenance import command_line, git_commit, hardware
+from tnpx.provenance import command_line, git_commit, hardware
 
 FRACTIONS = (0.05, 0.1, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 7.0)  # of the grid spacing h
 ABSOLUTE = (0.3, 1.0, 3.0)

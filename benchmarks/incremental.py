@@ -15,25 +15,21 @@ recomputes some), then ``README.md`` and plots are written from whatever is cach
   the GP posterior on KR-1 RBF test tasks for the three samplers, with the Monte Carlo floor,
   and the joint LL of posterior draws under the buffer's and the rollout's factorisations.
 
-    python benchmarks/incremental.py                 # everything (~20 min on one CPU thread)
-    python benchmarks/incremental.py --parts update  # one part
+    python -m benchmarks.incremental                 # everything (~20 min on one CPU thread)
+    python -m benchmarks.incremental --parts update  # one part
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
 import torch
 
-if not __package__:  # run as a file: the repository root, for `benchmarks.*`
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 from benchmarks import incremental_parts as parts
 from benchmarks.incremental_report import write_report
-from tnpx.experiments.provenance import command_line, git_commit, hardware
+from tnpx.provenance import command_line, git_commit, hardware
 
 PARTS = ("update", "kr1", "sampling", "covariance")
 

@@ -231,7 +231,7 @@ posterior covariance (correlation error `||R − R_GP||_F / ||R_GP − I||_F`, c
 `||C − C_GP||_F / ||C_GP||_F`, lower is better), and the joint log-density per target of a
 draw from the GP posterior under each model's factorisation (higher is better).
 
-**Command**: `python benchmarks/incremental.py` regenerates everything (parts are cached as
+**Command**: `python -m benchmarks.incremental` regenerates everything (parts are cached as
 JSON beside this file; the command that computed each part is under its table).
 
 **Protocol or budget**: budget, no paper protocol. KR-1 rows: `configs/kr1-rbf-tnpx-budget.yaml`

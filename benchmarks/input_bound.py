@@ -14,24 +14,23 @@ and records the smallest ``M`` at which a mean or std is not finite (or the call
 Written to ``results/perf/input_bound.md`` / ``.json``; the bound in
 :mod:`tnpx.validation` (``MAX_ABS_INPUT``) is chosen from it with a margin.
 
-    python benchmarks/input_bound.py [--dtypes float32 float64] [--sizes default small]
+    python -m benchmarks.input_bound [--dtypes float32 float64] [--sizes default small]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import sys
 import warnings
 from pathlib import Path
 
 import torch
 
 import tnpx
+from benchmarks.harness import write_results
 from tnpx.models.base import REGISTRY, options_taken
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from conftest import SMALL_SIZES  # noqa: E402  (the test-suite's small sizes)
+from tnpx.models.sizes import SMALL_SIZES  # the test suite's small sizes
+from tnpx.provenance import command_line
 
 PATTERNS = ("shifted", "opposite", "far-target", "big-y")
 
@@ -125,10 +124,7 @@ def main() -> None:
                 failures = first_failure(name, sizes, dtype)
                 rows.append({"model": name, "sizes": sizes, "dtype": dtype_name, **failures})
                 print(json.dumps(rows[-1]), flush=True)
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.with_suffix(".json").write_text(json.dumps(rows, indent=1))
-    out.with_suffix(".md").write_text(report(rows))
+    write_results(Path(args.out), rows, report(rows), indent=1)
     print(report(rows))
 
 
@@ -156,7 +152,7 @@ std is not finite (or the call fails) when its inputs reach ``M``, per input pat
 `benchmarks/input_bound.py`); "finite" means it never failed. The model's own input
 bound is bypassed. Batch 1, 8 context points, 8 targets, dim_x 1.
 
-**Command**: `{" ".join(sys.argv)}`
+**Command**: `{command_line()}`
 
 Smallest failing magnitude per dtype: {smallest} (of {len(fails)} failures).
 

@@ -14,8 +14,8 @@ C_GP||_F / ||C_GP||_F`` (scale included), beside each model's marginal LL gap to
 (how well trained it is). Writes ``README.md``, ``results.json``, ``covariance.png`` under
 ``--out``.
 
-    python benchmarks/joint_samples.py                   # the shipped models
-    python benchmarks/joint_samples.py --prior configs/samples-gp1d-rbf.yaml \
+    python -m benchmarks.joint_samples                   # the shipped models
+    python -m benchmarks.joint_samples --prior configs/samples-gp1d-rbf.yaml \
         --checkpoint gp1d-rbf-tnp=runs/samples-gp1d-rbf/model.pt --out results/samples/rbf
 """
 
@@ -32,8 +32,8 @@ import torch
 import tnpx
 from tnpx.config import load_config
 from tnpx.data import batch_at, build_sampler
-from tnpx.experiments.provenance import command_line, git_commit, hardware
 from tnpx.kernels import KERNELS
+from tnpx.provenance import command_line, git_commit, hardware
 
 MODELS = ["gp1d-tnp", "gp1d-te-tnp"]
 PRIOR = "configs/pretrained-gp1d-tnp.yaml"

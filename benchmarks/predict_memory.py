@@ -5,7 +5,7 @@ Writes a context of 50 points and target files of 10^4 ... 10^6 rows, runs the c
 subprocess per size and mode, and records the child's peak resident memory (getrusage) and
 wall time. Results: ``results/perf/predict_memory.md`` and ``.json``.
 
-    python benchmarks/predict_memory.py [--model gp1d-tnp] [--sizes 10000 100000 1000000]
+    python -m benchmarks.predict_memory [--model gp1d-tnp] [--sizes 10000 100000 1000000]
         [--modes streamed one-shot] [--repeats 1]
 
 Run it with nothing else heavy on the machine: the peak of one run varies with the allocator.
@@ -14,7 +14,6 @@ Run it with nothing else heavy on the machine: the peak of one run varies with t
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import subprocess
 import sys
@@ -24,7 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
-from tnpx.experiments.provenance import command_line, git_commit, hardware
+from benchmarks.harness import write_results
+from tnpx.provenance import command_line, git_commit, hardware
 
 MODES = {"streamed": "the default chunks", "one-shot": "--chunk-size N"}
 
@@ -119,10 +119,7 @@ is that of the smallest run (the imports: torch, pandas, the model) plus one chu
 activations and what the allocator keeps of them, which varies by a few tens of MB from run
 to run. One shot, the table and the activations of every target exist at once.
 """
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.with_suffix(".md").write_text(text)
-    out.with_suffix(".json").write_text(json.dumps(rows, indent=1))
+    write_results(Path(args.out), rows, text, indent=1)
     print(text)
 
 

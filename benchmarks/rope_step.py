@@ -5,26 +5,21 @@ structure (shared weights, targets read the layer input: the same parameter coun
 ``te-tnp``, at the TE-1 budget size and the library default size. Interleaved: each round
 times every model for ``--steps`` steps, ``--rounds`` rounds, median per model.
 
-    python benchmarks/rope_step.py     # writes results/perf/rope_step.md and .json
+    python -m benchmarks.rope_step     # writes results/perf/rope_step.md and .json
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
-import sys
-import time
 from pathlib import Path
 
 import torch
 
 import tnpx
-
-if not __package__:  # run as a file: the repository root, so `benchmarks` imports
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks.train_step import make_batch  # noqa: E402
-from tnpx.experiments.provenance import command_line, git_commit, hardware
+from benchmarks.harness import train_step_ms, write_results
+from benchmarks.train_step import make_batch
+from tnpx.provenance import command_line, git_commit, hardware
 
 SIZES = {
     "TE-1 budget": {"dim_model": 64, "n_layers": 3, "n_heads": 4, "dim_head": 16, "dim_ff": 128},
@@ -42,15 +37,7 @@ VARIANTS = {
 
 
 def step_times(model, opt, batch, n: int) -> list[float]:
-    out = []
-    for _ in range(n):
-        t0 = time.perf_counter()
-        loss = model.training_loss(batch)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        out.append(1e3 * (time.perf_counter() - t0))
-    return out
+    return [train_step_ms(model, opt, batch) for _ in range(n)]
 
 
 def main() -> None:
@@ -81,9 +68,6 @@ def main() -> None:
             rows.append({"size": size, "model": label, "params": params, "ms": ms,
                          "vs_tnp": ms / base})  # fmt: skip
             print(f"{size:12s} {label:30s} {params:>10,d} {ms:8.1f} ms {ms / base:5.2f}x")
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "rope_step.json").write_text(json.dumps(rows, indent=2))
     table = ["| size | model | parameters | ms per step (median) | / tnp |",
              "| --- | --- | ---: | ---: | ---: |"]  # fmt: skip
     table += [
@@ -91,7 +75,7 @@ def main() -> None:
         for r in rows
     ]
     same = [r["vs_tnp"] for r in rows if r["model"] == "te-tnp-rope (tnp structure)"]
-    (out / "rope_step.md").write_text(f"""# Rotary TE attention: training-step time against `tnp`
+    text = f"""# Rotary TE attention: training-step time against `tnp`
 
 **What**: median wall time of a training step (forward, loss, backward, AdamW), batch 16,
 32 context + 128 target points, 1D; {args.rounds} interleaved rounds of {args.steps} steps per
@@ -109,8 +93,9 @@ structure has one block per stream (twice the blocks of the context stream).
 **Reading**: at the same structure and size, rotary attention costs
 {", ".join(f"{x:.2f}x" for x in same)} of `tnp`'s step (budget, default): the rotation of
 queries and keys and their float64 angles. `te-tnp`'s pairwise MLP costs far more.
-""")
-    print(f"wrote {out / 'rope_step.md'}")
+"""
+    report = write_results(Path(args.out) / "rope_step", rows, text)
+    print(f"wrote {report}")
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@ peak resident memory of each. Each measurement runs in its own subprocess (so ``
 is that variant's peak), the variants alternating over rounds so that load on a shared
 machine falls on both. Writes ``README.md`` and ``results.json`` to ``--out``.
 
-    python benchmarks/setconv_speed.py [--steps 3] [--rounds 3] [--out results/setconv-speed]
+    python -m benchmarks.setconv_speed [--steps 3] [--rounds 3] [--out results/setconv-speed]
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ import torch
 
 from tnpx.config import load_config
 from tnpx.data import batch_at
-from tnpx.experiments.provenance import command_line, git_commit, hardware
 from tnpx.models import build_model
+from tnpx.provenance import command_line, git_commit, hardware
 from tnpx.train import build_train_sampler
 
 CONFIG = "configs/kr1-rbf.yaml"

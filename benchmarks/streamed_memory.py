@@ -1,8 +1,8 @@
 """Where the resident memory of a long streamed prediction goes (issue 21): peak RSS growth of
 ``model.predict_streamed`` over repeated calls, per model, under three allocator settings.
 
-    python benchmarks/streamed_memory.py       # writes results/perf/streamed_memory.md
-    python benchmarks/streamed_memory.py --n-targets 1000000 --repeats 4
+    python -m benchmarks.streamed_memory       # writes results/perf/streamed_memory.md
+    python -m benchmarks.streamed_memory --n-targets 1000000 --repeats 4
 
 Each (model, allocator) point runs in a fresh process (torch threads ``--threads``): the
 context (100 points) is encoded once and ``--n-targets`` targets are decoded in chunks of
@@ -29,10 +29,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-if not __package__:  # run as a file: make the repository root importable
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from tnpx.experiments.provenance import command_line, git_commit, hardware
+from tnpx.provenance import command_line, git_commit, hardware
 
 MODELS = ("tnp-kr-full", "te-tnp-rope")
 ALLOCATORS = {"glibc": {}, "trim": {}, "mmap": {"MALLOC_MMAP_THRESHOLD_": "131072"}}

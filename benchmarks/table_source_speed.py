@@ -7,7 +7,7 @@ building the sampler from the file (read, check, sort by task, split, normalise)
 batch of 16 tasks of each split, and one training step (forward, backward, AdamW) of the
 default ``tnp`` on such a batch. Medians over ``--repeats``; one torch thread.
 
-    python benchmarks/table_source_speed.py          # results/perf/table_source.{md,json}
+    python -m benchmarks.table_source_speed          # results/perf/table_source.{md,json}
 """
 
 from __future__ import annotations
@@ -18,19 +18,16 @@ import os
 import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import torch
 
-if not __package__:  # run as a file: the repository root, for `benchmarks.*`
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 import tnpx
+from benchmarks.harness import median_seconds, train_step_ms
 from tnpx.data import batch_at, build_sampler
-from tnpx.experiments.provenance import command_line, git_commit, hardware
+from tnpx.provenance import command_line, git_commit, hardware
 
 
 def write_table(path: Path, rows: int, tasks: int, seed: int = 0) -> None:
@@ -42,15 +39,6 @@ def write_table(path: Path, rows: int, tasks: int, seed: int = 0) -> None:
     y = np.sin(x + rng.uniform(0, 6, tasks).repeat(sizes)) + 0.1 * rng.normal(size=rows)
     order = rng.permutation(rows)
     pd.DataFrame({"task": keys[order], "x": x[order], "y": y[order]}).to_csv(path, index=False)
-
-
-def timed(fn, repeats: int) -> tuple[float, object]:
-    times, out = [], None
-    for _ in range(repeats):
-        start = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times), out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -66,23 +54,19 @@ def main(argv: list[str] | None = None) -> int:
         path = Path(tmp) / "table.csv"
         write_table(path, args.rows, args.tasks)
         options = dict(path=str(path), task="task", x=["x"], y=["y"])
-        load_s, sampler = timed(lambda: build_sampler("table", 16, 0, **options), args.repeats)
+        load_s, sampler = median_seconds(
+            lambda: build_sampler("table", 16, 0, **options), args.repeats
+        )
     sample_s = {
-        split: timed(lambda s=split: batch_at(sampler, 0, split=s), 20)[0]
+        split: median_seconds(lambda s=split: batch_at(sampler, 0, split=s), 20)[0]
         for split in ("train", "val", "test")
     }
     batch = batch_at(sampler, 0)
     model = tnpx.build_model("tnp", 1, 1)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
 
-    def step() -> None:
-        loss = model.training_loss(batch)
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-
-    step()  # warm-up
-    step_s, _ = timed(step, 10)
+    train_step_ms(model, optimizer, batch)  # warm-up
+    step_s = statistics.median(train_step_ms(model, optimizer, batch) for _ in range(10)) / 1e3
     result = {
         "rows": args.rows,
         "tasks": args.tasks,

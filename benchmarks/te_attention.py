@@ -1,9 +1,9 @@
 """Time and peak memory of one TE-TNP forward (batch 1, Nc = Nt = N), with the pair features
 computed in query chunks (the default) and all at once. Each point runs in its own process
-with a time and memory limit (``tnpx.experiments.bench.measure``), so an out-of-memory point
+with a time and memory limit (``benchmarks.bench.measure``), so an out-of-memory point
 is recorded, not fatal. Writes ``results/perf/te_attention.md`` and ``.json``.
 
-    python benchmarks/te_attention.py [--sizes 100 1000 10000] [--timeout 900]
+    python -m benchmarks.te_attention [--sizes 100 1000 10000] [--timeout 900]
 """
 
 from __future__ import annotations
@@ -13,8 +13,9 @@ import json
 from pathlib import Path
 
 import tnpx
-from tnpx.experiments.bench import OK, measure
-from tnpx.experiments.provenance import command_line, git_commit, hardware
+from benchmarks.bench import OK, measure
+from benchmarks.harness import write_results
+from tnpx.provenance import command_line, git_commit, hardware
 
 UNCHUNKED = 2**62  # chunk_elements so large that every call is one chunk
 
@@ -60,8 +61,7 @@ def main() -> None:
 
 
 def write(out: Path, rows: list[dict], args, hyper) -> None:
-    (out / "te_attention.json").write_text(json.dumps(rows, indent=2))
-    (out / "te_attention.md").write_text(report(rows, args, hyper))
+    write_results(out / "te_attention", rows, report(rows, args, hyper))
 
 
 def cell(result: dict) -> str:

@@ -3,8 +3,8 @@ forward, backward, clipping + optimiser + schedule, the non-finite guard; plus v
 and logging amortised over their intervals; and an interleaved A/B of the trainer's
 background prefetch (``train.prefetch``) against sampling each batch in turn.
 
-    python benchmarks/train_profile.py                        # KR-1 exact models
-    python benchmarks/train_profile.py --models tnp-d --steps 40
+    python -m benchmarks.train_profile                        # KR-1 exact models
+    python -m benchmarks.train_profile --models tnp-d --steps 40
 
 Writes ``results/perf/train_profile.md`` and ``.json``. Run on a quiet machine: timings of
 different runs compare to no better than 10-50 % on these shared machines.
@@ -13,19 +13,19 @@ different runs compare to no better than 10-50 % on these shared machines.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import time
 from pathlib import Path
 
 import torch
 
+from benchmarks.harness import write_results
 from tnpx.config import load_config
 from tnpx.data import batch_at
-from tnpx.experiments.provenance import command_line, git_commit, hardware
 from tnpx.models import build_model
-from tnpx.optim import build_optimizer, build_schedule, parameter_groups
-from tnpx.train import _clip, build_train_sampler, validation_ll
+from tnpx.optim import build_optimizer, build_schedule, clip_gradients, parameter_groups
+from tnpx.provenance import command_line, git_commit, hardware
+from tnpx.train import build_train_sampler, validation_ll
 from tnpx.train_batches import BatchStream
 from tnpx.train_guard import all_finite
 
@@ -58,7 +58,7 @@ def phase_split(config: str, model: str, steps: int) -> tuple[dict, dict]:
         opt.zero_grad(set_to_none=True)
         loss.backward()
         t.append(time.perf_counter())
-        _clip(params, cfg)
+        clip_gradients(params, cfg.train.clip_value, cfg.train.clip_norm)
         opt.step()
         schedule.step()
         t.append(time.perf_counter())
@@ -95,7 +95,7 @@ def prefetch_ab(config: str, model: str, steps: int, rounds: int) -> dict[str, f
                     loss = net.training_loss(batches.get(step))
                     opt.zero_grad(set_to_none=True)
                     loss.backward()
-                    _clip(params, cfg)
+                    clip_gradients(params, cfg.train.clip_value, cfg.train.clip_norm)
                     opt.step()
                     schedule.step()
                     all_finite(loss, params)
@@ -121,11 +121,8 @@ def main() -> None:
         ab = prefetch_ab(args.config, model, args.steps // 2, args.rounds)
         rows[model] = {"phases": split, "amortised": amortised, "prefetch": ab}
         print(model, {k: round(v, 1) for k, v in {**split, **amortised}.items()}, ab, flush=True)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "train_profile.json").write_text(json.dumps(rows, indent=2))
-    (out / "train_profile.md").write_text(report(rows, args, commit))
-    print(f"wrote {out / 'train_profile.md'}")
+    written = write_results(Path(args.out) / "train_profile", rows, report(rows, args, commit))
+    print(f"wrote {written}")
 
 
 def report(rows: dict, args, commit: str) -> str:

@@ -5,13 +5,12 @@ the options it has) and the TE F.1 defaults (``build_model(name)`` with no overr
 Batch 16, 32 context + 128 target points, 1D, AdamW. Writes ``results/perf/train_step.md``
 and ``.json``.
 
-    python benchmarks/train_step.py [--steps 20] [--out results/perf]
+    python -m benchmarks.train_step [--steps 20] [--out results/perf]
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import time
 from pathlib import Path
@@ -19,9 +18,10 @@ from pathlib import Path
 import torch
 
 import tnpx
+from benchmarks.harness import train_step_ms, write_results
 from tnpx.config import load_config
-from tnpx.experiments.provenance import command_line, git_commit, hardware
 from tnpx.models.base import options_taken
+from tnpx.provenance import command_line, git_commit, hardware
 
 BATCH, N_CTX, N_TGT = 16, 32, 128
 
@@ -40,16 +40,8 @@ def time_steps(model: tnpx.NeuralProcess, steps: int, warmup: int = 3) -> float:
     """Median wall time (ms) of a full step: forward, loss, backward, optimiser update."""
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
     batch = make_batch(torch.Generator().manual_seed(0), model.dim_y)
-    times = []
-    for i in range(warmup + steps):
-        start = time.perf_counter()
-        loss = model.training_loss(batch)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        if i >= warmup:
-            times.append((time.perf_counter() - start) * 1e3)
-    return statistics.median(times)
+    times = [train_step_ms(model, opt, batch) for _ in range(warmup + steps)]
+    return statistics.median(times[warmup:])
 
 
 def time_forward(model: tnpx.NeuralProcess, steps: int) -> float:
@@ -110,9 +102,6 @@ def main() -> None:
             )
             print(f"{name:12s} {size:15s} {n_params:>9,d} params  {ms:8.2f} ms  {kind}")
 
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "train_step.json").write_text(json.dumps(rows, indent=2))
     table = [
         "| model | size | parameters | ms per step (median) | what is timed |",
         "| --- | --- | ---: | ---: | --- |",
@@ -121,7 +110,7 @@ def main() -> None:
         f"| {r['model']} | {r['size']} | {r['params']:,} | {r['ms']:.2f} | {r['kind']} |"
         for r in rows
     ]
-    (out / "train_step.md").write_text(f"""# Training-step time and size of every model
+    text = f"""# Training-step time and size of every model
 
 **What**: wall time of one training step (forward, loss, backward, AdamW update), median of
 {args.steps} steps after 3 warm-up steps; batch {BATCH}, {N_CTX} context + {N_TGT} target
@@ -138,8 +127,9 @@ code's sizes for `tnp-kr-*` (D_z 64, 6 blocks of 4 heads).
 machines; compare rows within one run only.
 
 {chr(10).join(table)}
-""")
-    print(f"wrote {out / 'train_step.md'}")
+"""
+    report = write_results(Path(args.out) / "train_step", rows, text)
+    print(f"wrote {report}")
 
 
 if __name__ == "__main__":

@@ -12,24 +12,10 @@ import torch
 
 import tnpx
 from tnpx.models.base import REGISTRY, options_taken
+from tnpx.models.sizes import SMALL_SIZES  # the small models every test builds
 
 # Two cores, and pytest-xdist may run two workers side by side.
 torch.set_num_threads(1)
-
-SMALL_SIZES = {
-    "dim_model": 32,
-    "n_layers": 2,
-    "n_heads": 2,
-    "dim_head": 8,
-    "dim_ff": 32,
-    "n_pseudo": 4,
-    "n_features": 8,
-    "points_per_unit": 16,  # convcnp grid density
-    "kernel_size": 5,  # convcnp
-    "dim_latent": 16,  # latent NPs
-    "rank": 4,  # tnp-nd covariance rank
-    "n_iterations": 20,  # fitted GP baselines (gp, mt-gp): Adam steps per call, not a size
-}
 
 ALL_MODELS = tnpx.list_models()
 

@@ -1,15 +1,15 @@
-"""Fake table cells for the tests of benchmarks/kr_tables.py: cells with given NLLs, written
+"""Fake table cells for the tests of experiments/kr_tables.py: cells with given NLLs, written
 where a table reads them, and the README a table writes from them. Nothing trains."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from benchmarks import kr_tables as kt
+from experiments import kr_tables as kt
 from tnpx.evaluate import Metrics
 
 RUN = {
-    "command": "python benchmarks/kr_tables.py",
+    "command": "python -m experiments.kr_tables",
     "commit": "abc1234",
     "hardware": "test machine",
     "exact": False,

@@ -21,7 +21,7 @@ from tiny import write_tiny
 # What only the extras install (scipy and pillow arrive with several of them).
 OPTIONAL = (
     "matplotlib botorch gpytorch linear_operator tensorboard xarray netCDF4 statsmodels "
-    "sklearn skimage mlxtend scipy PIL"
+    "sklearn skimage mlxtend scipy PIL pyarrow zarr"
 ).split()
 
 HIDE = f"""

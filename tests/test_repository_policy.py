@@ -1,5 +1,6 @@
-"""What git keeps of training (benchmarks/long_runs.py's policy): no committed ``.pt`` over
-5 MB, and a finished long run (its ``model.pt`` committed) keeps no ``checkpoints/`` beside it.
+"""What git keeps of training (the long-runs policy of experiments/README.md): no committed
+``.pt`` over 5 MB, and a finished long run (its ``model.pt`` committed) keeps no ``checkpoints/``
+beside it.
 Checked on the files git tracks (staged included), so it holds for what a commit would keep."""
 
 from __future__ import annotations
@@ -38,5 +39,5 @@ def test_a_finished_long_run_keeps_no_training_state():
     finished = {f.rsplit("/", 1)[0] for f in files if f.endswith("/model.pt")}
     kept = sorted(f for f in files if f.rsplit("/", 2)[0] in finished and "/checkpoints/" in f)
     assert not kept, (
-        f"finished runs keep training state (python benchmarks/long_runs.py tidy): {kept}"
+        f"finished runs keep training state (python -m experiments.long_runs tidy): {kept}"
     )

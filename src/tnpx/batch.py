@@ -23,7 +23,16 @@ class Batch:
             by ``gp-oracle``. Values are tensors with the batch as first dimension, or strings.
         mask_t: optional ``[batch, n_tgt]`` bool, True = a real target (tasks with different
             numbers of targets padded to one size); scores average over real targets only.
-            Last, so that positional construction without it keeps working.
+        mask_yc: optional ``[batch, n_ctx, dim_y]`` bool, True = an observed output value: a
+            context point may miss some of its outputs (a user's table with gaps). ``yc`` holds
+            0.0 where one is missing (never NaN). None: every output observed. Only models that
+            read missing outputs take a False (``NeuralProcess.missing_outputs_support``).
+        mask_yt: optional ``[batch, n_tgt, dim_y]`` bool, the same for targets: a missing
+            target output counts in no score (:func:`observed_score`); ``yt`` holds 0.0 there.
+            Padded points (``mask_c`` / ``mask_t`` False) are True in both output masks.
+
+    ``mask_t``, ``mask_yc`` and ``mask_yt`` come last, so that positional construction
+    without them keeps working.
     """
 
     xc: torch.Tensor
@@ -33,6 +42,8 @@ class Batch:
     mask_c: torch.Tensor | None = None
     info: dict = field(default_factory=dict)
     mask_t: torch.Tensor | None = None
+    mask_yc: torch.Tensor | None = None
+    mask_yt: torch.Tensor | None = None
 
     @property
     def batch_size(self) -> int:
@@ -68,11 +79,7 @@ def target_mean(values: torch.Tensor, mask_t: torch.Tensor | None) -> torch.Tens
     if mask_t is None:
         return values.mean(dims)
     b, n_tgt = values.shape[:2]
-    if not isinstance(mask_t, torch.Tensor) or mask_t.dtype != torch.bool:
-        got = mask_t.dtype if isinstance(mask_t, torch.Tensor) else type(mask_t).__name__
-        raise ValueError(f"mask_t: expected a bool tensor of shape [{b}, {n_tgt}], got {got}")
-    if tuple(mask_t.shape) != (b, n_tgt):
-        raise ValueError(f"mask_t: expected shape [{b}, {n_tgt}], got {list(mask_t.shape)}")
+    check_mask(mask_t, (b, n_tgt), "mask_t")
     real = mask_t.sum(1)
     if not bool((real > 0).all()):
         task = int((real == 0).nonzero()[0, 0])
@@ -82,3 +89,81 @@ def target_mean(values: torch.Tensor, mask_t: torch.Tensor | None) -> torch.Tens
     total = torch.where(keep, values, torch.zeros((), dtype=values.dtype, device=values.device))
     per_target = math.prod(values.shape[2:])  # entries per target (e.g. output dims)
     return total.sum(dims) / (real * per_target).to(values.dtype)
+
+
+def partly_missing(mask_y: torch.Tensor | None) -> bool:
+    """Whether an output mask (``Batch.mask_yc`` / ``mask_yt``) marks any value missing."""
+    return mask_y is not None and not bool(mask_y.all())
+
+
+def observed_score(
+    values: torch.Tensor, mask_t: torch.Tensor | None, mask_yt: torch.Tensor | None
+) -> torch.Tensor:
+    """Per-task score per target ``[batch]`` of ``values [batch, n_tgt, dim_y]`` (log-densities):
+    summed over each target's observed outputs, averaged over the real targets with at least
+    one observed output. Where ``mask_yt`` marks nothing missing, exactly
+    ``target_mean(values.sum(-1), mask_t)`` (the score of complete data, bit for bit).
+
+    Raises:
+        ValueError: a mask of the wrong shape or dtype, or a task left no scored target.
+    """
+    if not partly_missing(mask_yt):
+        return target_mean(values.sum(-1), mask_t)
+    keep = _observed(values, mask_t, mask_yt)
+    zero = torch.zeros((), dtype=values.dtype, device=values.device)
+    # where, not a product: a missing value's log-density may be anything
+    return target_mean(torch.where(keep, values, zero).sum(-1), keep.any(-1))
+
+
+def observed_mean(
+    values: torch.Tensor, mask_t: torch.Tensor | None, mask_yt: torch.Tensor | None
+) -> torch.Tensor:
+    """Per-task mean ``[batch]`` of ``values [batch, n_tgt, dim_y]`` (coverage indicators) over
+    the observed outputs of real targets; where ``mask_yt`` marks nothing missing, exactly
+    ``target_mean(values, mask_t)``."""
+    if not partly_missing(mask_yt):
+        return target_mean(values, mask_t)
+    keep = _observed(values, mask_t, mask_yt)
+    zero = torch.zeros((), dtype=values.dtype, device=values.device)
+    return torch.where(keep, values, zero).sum((1, 2)) / keep.sum((1, 2)).to(values.dtype)
+
+
+def output_means(
+    values: torch.Tensor, mask_t: torch.Tensor | None, mask_yt: torch.Tensor | None
+) -> torch.Tensor:
+    """Per task and output, the mean of ``values [batch, n_tgt, dim_y]`` (squared errors) over
+    the real targets where that output is observed, ``[batch, dim_y]``: NaN where a task has no
+    observed value of an output. Where ``mask_yt`` marks nothing missing, exactly
+    ``target_mean(values[..., d], mask_t)`` per output ``d``."""
+    if not partly_missing(mask_yt):
+        return torch.stack(
+            [target_mean(values[..., d], mask_t) for d in range(values.shape[-1])], -1
+        )
+    keep = mask_yt if mask_t is None else mask_yt & mask_t[..., None]
+    zero = torch.zeros((), dtype=values.dtype, device=values.device)
+    return torch.where(keep, values, zero).sum(1) / keep.sum(1).to(values.dtype)
+
+
+def _observed(values: torch.Tensor, mask_t, mask_yt: torch.Tensor) -> torch.Tensor:
+    """``[batch, n_tgt, dim_y]``: the observed outputs of real targets, every task keeping one."""
+    b, n_tgt = values.shape[:2]
+    check_mask(mask_yt, tuple(values.shape), "mask_yt")
+    keep = mask_yt
+    if mask_t is not None:
+        check_mask(mask_t, (b, n_tgt), "mask_t")
+        keep = keep & mask_t[..., None]
+    empty = ~keep.flatten(1).any(1)
+    if bool(empty.any()):
+        task = int(empty.nonzero()[0, 0])
+        raise ValueError(f"mask_yt: task {task} has no observed output at a real target")
+    return keep
+
+
+def check_mask(mask, shape: tuple[int, ...], name: str) -> None:
+    """A ``ValueError`` unless ``mask`` is a bool tensor of ``shape``."""
+    want = ", ".join(str(n) for n in shape)
+    if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool:
+        got = mask.dtype if isinstance(mask, torch.Tensor) else type(mask).__name__
+        raise ValueError(f"{name}: expected a bool tensor of shape [{want}], got {got}")
+    if tuple(mask.shape) != shape:
+        raise ValueError(f"{name}: expected shape [{want}], got {list(mask.shape)}")

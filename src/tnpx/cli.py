@@ -1,9 +1,10 @@
-"""The ``tnpx`` command line: ``tnpx {train,eval,plot,predict,models,demo,bench,data,bo} --help``.
+"""The ``tnpx`` command line: ``tnpx {train,runs,eval,plot,predict,models,demo,data,bo} --help``.
 
 Builds the parser and runs train, runs, eval, plot and models; the other subcommands
-live beside it: ``predict`` in :mod:`tnpx.cli_predict`, ``data``, ``bench`` and ``demo`` in
-:mod:`tnpx.cli_tools`, ``bo`` in :mod:`tnpx.cli_bo`. ``demo``, ``bench`` and ``bo run`` run
-experiment tooling (:mod:`tnpx.experiments`), imported inside the functions that need it.
+live beside it: ``predict`` in :mod:`tnpx.cli_predict`, ``data`` and ``demo`` in
+:mod:`tnpx.cli_tools`, ``bo`` in :mod:`tnpx.cli_bo`. The lab's commands (paper tables, the BO
+and scaling benchmarks, the zoo pipeline) are not here: they run from a clone of the
+repository as ``python -m experiments.NAME`` and ``python -m benchmarks.NAME``.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from pathlib import Path
 from omegaconf import OmegaConf
 
 from .cli_predict import add_predict
-from .cli_tools import add_bench, add_data, add_demo
+from .cli_tools import add_data, add_demo
 from .extras import MissingExtraError, require
 
 DEBUG_HELP = "on an error, show the full traceback instead of one line"
@@ -290,7 +291,6 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_demo(sub)
     add_predict(sub)
-    add_bench(sub)
     add_data(sub)
     from .cli_bo import add_bo_parser
 
@@ -300,8 +300,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _add_debug_flag(parser: argparse.ArgumentParser) -> None:
-    """``--debug`` on every (sub)command, so ``tnpx bo run CONFIG --debug`` works as well as
-    ``tnpx --debug bo run CONFIG``; only the top level sets its default."""
+    """``--debug`` on every (sub)command, so ``tnpx bo suggest MODEL ... --debug`` works as well
+    as ``tnpx --debug bo suggest MODEL ...``; only the top level sets its default."""
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
             for command in action.choices.values():
@@ -330,10 +330,34 @@ def error_line(err: Exception) -> str:
     return f"{type(err).__name__}: {first}{hint}" if first else f"{type(err).__name__}{hint}"
 
 
+# Commands that moved to the repository's lab (issue 36): where they are now, in one line,
+# rather than argparse's "invalid choice". Their options are unchanged.
+MOVED_TO_LAB = {
+    ("bench",): "python -m benchmarks.scaling",
+    ("bo", "run"): "python -m experiments.bo_benchmark_run",
+}
+
+
+def moved_to_lab(argv: list[str]) -> str | None:
+    """The line for a command of ``argv`` that moved to the lab, else None."""
+    words = tuple(a for a in argv if not a.startswith("-"))
+    for command, replacement in MOVED_TO_LAB.items():
+        if words[: len(command)] == command:
+            return (
+                f"tnpx {' '.join(command)}: error: moved to the repository's lab; from the root "
+                f"of a clone run `{replacement} ...` (same options)"
+            )
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run a command. Every error ends in one line ``tnpx CMD: error: ...`` and exit code 2;
     ``--debug`` re-raises it, traceback and all. KeyboardInterrupt is never caught here
     (training turns SIGINT into a checkpoint and a clean stop itself)."""
+    moved = moved_to_lab(sys.argv[1:] if argv is None else argv)
+    if moved:
+        print(moved, file=sys.stderr)
+        return 2
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)

@@ -1,30 +1,14 @@
-"""``tnpx bo run CONFIG`` (a BO benchmark table) and ``tnpx bo suggest MODEL`` (the next point
-to evaluate given your observations)."""
+"""``tnpx bo suggest MODEL``: the next point to evaluate given your observations. (The KR-2
+benchmark table is the lab's: ``python -m experiments.bo_benchmark CONFIG`` from a clone.)"""
 
 from __future__ import annotations
 
 import sys
 
-from .extras import require
-
 
 def add_bo_parser(sub) -> None:
-    p = sub.add_parser("bo", help="Bayesian optimisation: benchmarks and suggestions")
+    p = sub.add_parser("bo", help="Bayesian optimisation: suggest the next points to evaluate")
     bo = p.add_subparsers(dest="bo_command", required=True)
-
-    r = bo.add_parser(
-        "run",
-        help="run a BO benchmark config (e.g. configs/kr2-budget.yaml), resumable by cell",
-        description="Runs every (kernel, surrogate) cell of the config that is not yet saved "
-        "and writes OUT/README.md (final regret table, paper numbers beside), results.json and "
-        "regret.png. Cells whose model checkpoint is missing are skipped.",
-    )
-    r.add_argument("config")
-    r.add_argument("--models", nargs="+", metavar="LABEL", help="only these surrogates")
-    r.add_argument("--kernels", nargs="+", metavar="KERNEL", help="only these kernels")
-    r.add_argument("--out", help="output folder (default: the config's out_dir)")
-    r.add_argument("--no-progress", action="store_true")
-    r.set_defaults(func=_run)
 
     s = bo.add_parser(
         "suggest",
@@ -52,18 +36,6 @@ def add_bo_parser(sub) -> None:
     s.set_defaults(func=_suggest)
 
 
-def _run(args) -> int:
-    from .experiments.bo_benchmark import load_benchmark
-    from .experiments.bo_benchmark_run import run_benchmark
-
-    require("matplotlib", "plot", "plotting")  # the regret plot: say so before running
-
-    bench = load_benchmark(args.config, args.out)
-    run_benchmark(bench, args.models, args.kernels, progress=not args.no_progress)
-    print(f"wrote {bench.out_dir / 'README.md'}")
-    return 0
-
-
 def _suggest(args) -> int:
     import torch
 
@@ -86,11 +58,12 @@ def _suggest(args) -> int:
     points = suggest(
         args.model,
         X,
-        -Y if args.maximise else Y,
+        Y,
         bounds,
         args.acquisition,
         args.q,
         seed=args.seed,
+        maximise=args.maximise,
     )
     print(",".join(str(c) for c in x_cols))
     for row in points.tolist():

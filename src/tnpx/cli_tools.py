@@ -1,5 +1,4 @@
-"""``tnpx data kolmogorov``, ``tnpx bench scaling`` and ``tnpx demo``: simulate a data set, run
-a benchmark, run the README's demo."""
+"""``tnpx data kolmogorov`` and ``tnpx demo``: simulate a data set, run the README's demo."""
 
 from __future__ import annotations
 
@@ -56,80 +55,9 @@ def add_data(sub) -> None:
     k.set_defaults(func=_data_kolmogorov)
 
 
-def _bench_scaling(args) -> int:
-    from .experiments.scaling import Settings, run_scaling
-
-    require("matplotlib", "plot", "plotting")  # its report plots: say so before measuring
-
-    settings = Settings(
-        models=args.models,
-        sizes=args.sizes,
-        sweeps=args.sweeps,
-        device=args.device,
-        dtypes=args.dtype,
-        stream=args.stream,
-        timeout_s=args.timeout,
-        memory_gb=args.memory_gb,
-        repeats=args.repeats,
-        threads=args.threads,
-        out=Path(args.out),
-    )
-    report = run_scaling(settings)
-    print(f"wrote {report}" if report else "no points were measured")
-    return 0
-
-
-def add_bench(sub) -> None:
-    """``tnpx bench scaling``: the KR-5 scaling sweep (see :mod:`tnpx.experiments.scaling`)."""
-    from .experiments.bench import DTYPES
-    from .experiments.scaling import DEFAULT_CHUNK, MODELS, SIZES, SLOW_CALL_S, SWEEPS
-
-    bench = sub.add_parser("bench", help="benchmarks (scaling)")
-    kinds = bench.add_subparsers(dest="bench_command", required=True)
-    p = kinds.add_parser(
-        "scaling",
-        help="KR-5: µs per sample and peak memory against the number of targets / context",
-        description="TNP-KR Tables 1-2 on this machine: one forward (batch 1) per point, in "
-        "its own process with a time limit and memory cap, (a) 100 context points and N "
-        "targets, (b) 100 targets and N context points. Resumes from OUT/points.json; writes "
-        "OUT/<device>.md, OUT/<device>.png and OUT/README.md. A point is timed REPEATS times "
-        f"after a warm-up, or once if its first call takes over {SLOW_CALL_S:.0f} s.",
-    )
-    p.add_argument(
-        "--models", nargs="+", default=list(MODELS), metavar="MODEL", help=" ".join(MODELS)
-    )
-    p.add_argument("--sizes", nargs="+", type=int, default=list(SIZES), metavar="N")
-    p.add_argument(
-        "--sweeps",
-        nargs="+",
-        choices=list(SWEEPS),
-        default=list(SWEEPS),
-        help="targets: 100 context, N targets; context: 100 targets, N context (default both)",
-    )
-    p.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
-    p.add_argument("--dtype", nargs="+", choices=list(DTYPES), default=["float32"])
-    stream = p.add_mutually_exclusive_group()
-    stream.add_argument(
-        "--stream",
-        type=int,
-        default=DEFAULT_CHUNK,
-        metavar="CHUNK",
-        help=f"decode targets CHUNK at a time with predict_streamed (default {DEFAULT_CHUNK})",
-    )
-    stream.add_argument(
-        "--no-stream", dest="stream", action="store_const", const=None, help="plain forward"
-    )
-    p.add_argument("--timeout", type=float, default=600.0, help="seconds per point")
-    p.add_argument("--memory-gb", type=float, default=20.0, help="memory cap per point")
-    p.add_argument("--repeats", type=int, default=3, help="timed calls per point")
-    p.add_argument("--threads", type=int, help="torch threads (default: torch's choice)")
-    p.add_argument("--out", default="results/scaling", help="results folder")
-    p.set_defaults(func=_bench_scaling)
-
-
 def _demo(args) -> int:
-    from .experiments.demo import run_demo
-    from .experiments.demo_settings import DemoSettings
+    from .demo import run_demo
+    from .demo_settings import DemoSettings
 
     require("matplotlib", "plot", "plotting")  # its figures: say so before training
 
@@ -146,7 +74,7 @@ def _demo(args) -> int:
 
 
 def add_demo(sub) -> None:
-    """``tnpx demo``: what ``make demo`` runs (see :mod:`tnpx.experiments.demo`)."""
+    """``tnpx demo``: what ``make demo`` runs (see :mod:`tnpx.demo`)."""
     p = sub.add_parser(
         "demo",
         help="a shipped model zero-shot beside the exact GP, then train tnp and cnp and plot",

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import torch
 
-from .batch import target_mean
+from .batch import observed_mean
 from .config import ExperimentConfig
 from .data import TaskSampler, batch_at, build_sampler
 from .models import NeuralProcess, build_model
@@ -64,7 +64,8 @@ def evaluate(
     progress: bool = False,
 ) -> Metrics:
     """Score ``model`` on batches ``0..n_batches-1`` of ``sampler``'s test split. Padded
-    targets (``batch.mask_t``) count nowhere: LL, coverage and the oracle use real ones only.
+    targets (``batch.mask_t``) count nowhere: LL, coverage and the oracle use real ones only;
+    nor do missing target outputs (``batch.mask_yt``): LL and coverage use observed values.
 
     The GP oracle (exact posterior under each task's generating hyper-parameters) is scored
     on the same tasks when the sampler is a GP sampler and ``oracle`` is True.
@@ -88,7 +89,7 @@ def evaluate(
         pred = model.predict_batch(batch)
         lls.append(model.log_likelihood(batch, pred).cpu())
         inside = (batch.yt - pred.mean).abs() <= Z95 * pred.stddev
-        covered.append(target_mean(inside.float(), batch.mask_t).cpu())  # real targets only
+        covered.append(observed_mean(inside.float(), batch.mask_t, batch.mask_yt).cpu())
         if gp_oracle is not None:
             oracle_lls.append(gp_oracle.log_likelihood(batch).cpu())
     ll = torch.cat(lls).double()

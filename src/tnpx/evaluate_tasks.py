@@ -7,6 +7,11 @@ target point shifts by ``-sum(log scale_y)``, the RMSE scales by ``scale_y`` per
 95 % coverage does not move. Beside it, on the same tasks: a GP fitted to each task's context
 alone (the ``gp`` model, the ``gp`` extra) and the context's mean and std (``context-moments``),
 with the model's LL less each baseline's paired over tasks (positive: the model is better).
+
+Missing target outputs (``Batch.mask_yt``) count nowhere: the LL sums each target's observed
+outputs (its shift too), an output's RMSE is over the targets where it is observed (tasks with
+none of it left out of that output's mean), coverage over observed values. Both baselines read
+only the observed context values, per output.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 import torch
 
-from .batch import target_mean
+from .batch import observed_mean, output_means
 from .data import TaskSampler, batch_at
 from .evaluate import Z95, mean_se
 from .models import NeuralProcess, build_model
@@ -56,29 +61,41 @@ def output_scale(sampler: TaskSampler, dim_y: int) -> np.ndarray:
 @torch.no_grad()
 def per_task(model: NeuralProcess, sampler: TaskSampler, n_batches: int) -> dict[str, np.ndarray]:
     """Per task of test batches ``0..n_batches-1``, in the source's model units: ``ll
-    [tasks]`` (per real target point), ``mse [tasks, dim_y]`` and ``covered [tasks]``."""
+    [tasks]`` (per real target point), ``mse [tasks, dim_y]`` (NaN for an output a task never
+    observes at a target), ``covered [tasks]`` and ``outputs [tasks, dim_y]``: the observed
+    outputs per scored target (ones without missing outputs), what the LL's shift to the data's
+    units counts."""
     model = model.eval()
-    out: dict[str, list] = {"ll": [], "mse": [], "covered": []}
+    out: dict[str, list] = {"ll": [], "mse": [], "covered": [], "outputs": []}
     for i in range(n_batches):
         batch = batch_at(sampler, i, split="test")
         pred = model.predict_batch(batch)
         out["ll"].append(model.log_likelihood(batch, pred))
         err = pred.mean - batch.yt  # [tasks, n_tgt, dim_y]
-        mask = batch.mask_t
-        out["mse"].append(torch.stack(
-            [target_mean(err[..., d] ** 2, mask) for d in range(err.shape[-1])], -1
-        ))  # fmt: skip
-        inside = (err.abs() <= Z95 * pred.stddev).float().mean(-1)
-        out["covered"].append(target_mean(inside, mask))
+        mask, mask_y = batch.mask_t, batch.mask_yt
+        out["mse"].append(output_means(err**2, mask, mask_y))
+        inside = (err.abs() <= Z95 * pred.stddev).float()
+        out["covered"].append(observed_mean(inside, mask, mask_y))
+        out["outputs"].append(_outputs_per_target(mask, mask_y, err))
     return {k: torch.cat(v).double().numpy() for k, v in out.items()}
+
+
+def _outputs_per_target(mask_t, mask_yt, err: torch.Tensor) -> torch.Tensor:
+    """``[tasks, dim_y]``: per task, the share of its scored targets (real, some output
+    observed) at which each output is observed; ones where nothing is missing."""
+    if mask_yt is None:
+        return torch.ones(err.shape[0], err.shape[-1], dtype=err.dtype)
+    scored = mask_yt.any(-1) if mask_t is None else mask_t & mask_yt.any(-1)
+    seen = (mask_yt & scored[..., None]).sum(1).to(err.dtype)
+    return seen / scored.sum(1, keepdim=True).to(err.dtype)
 
 
 def summarise(name: str, scores: dict[str, np.ndarray], scale_y: np.ndarray) -> TaskMetrics:
     """``scores`` (:func:`per_task`) in the data's units."""
-    ll = scores["ll"] - np.log(scale_y).sum()
-    rmse = np.sqrt(scores["mse"]) * scale_y  # [tasks, dim_y]
+    ll = scores["ll"] - (scores["outputs"] * np.log(scale_y)).sum(-1)
+    rmse = np.sqrt(scores["mse"]) * scale_y  # [tasks, dim_y]; NaN: no target observes it
     ll_mean, ll_se = mean_se(torch.as_tensor(ll))
-    pairs = [mean_se(torch.as_tensor(rmse[:, d])) for d in range(rmse.shape[1])]
+    pairs = [mean_se(torch.as_tensor(r[~np.isnan(r)])) for r in rmse.T]
     return TaskMetrics(
         model=name,
         n_tasks=len(ll),

@@ -64,6 +64,19 @@ def build_optimizer(params, cfg: OptimConfig) -> torch.optim.Optimizer:
     raise ValueError(f"unknown optimiser {cfg.name!r}; choose from {', '.join(OPTIMISERS)}")
 
 
+def clip_gradients(
+    params: Iterable[torch.nn.Parameter], clip_value: float | None, clip_norm: float | None
+) -> None:
+    """Clip the gradients of ``params`` in place as a training step does (``train.clip_value``
+    and ``train.clip_norm``): each gradient element to ``[-clip_value, clip_value]``, then all
+    gradients together to a 2-norm of at most ``clip_norm``; None skips that kind."""
+    params = list(params)
+    if clip_value is not None:
+        torch.nn.utils.clip_grad_value_(params, clip_value)
+    if clip_norm is not None:
+        torch.nn.utils.clip_grad_norm_(params, clip_norm)
+
+
 def build_schedule(optimizer: torch.optim.Optimizer, cfg: ScheduleConfig, total_steps: int):
     """Linear warm-up over ``warmup_steps`` then cosine annealing to ``lr * min_lr_ratio``
     (``name="cosine"``), or a constant rate after warm-up (``name="constant"``)."""

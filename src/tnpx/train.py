@@ -25,7 +25,8 @@ from .checkpoint import load, save, state_mismatch
 from .config import ExperimentConfig, config_to_yaml
 from .data import TaskSampler, batch_at, build_sampler
 from .models import NeuralProcess, build_model
-from .optim import build_optimizer, build_schedule, parameter_groups
+from .models.base import missing_outputs_refusal
+from .optim import build_optimizer, build_schedule, clip_gradients, parameter_groups
 from .train_batches import BatchStream
 from .train_best import BestSoFar
 from .train_guard import TrainingDiverged, all_finite, what_diverged
@@ -140,6 +141,20 @@ def check_data_dims(cfg: ExperimentConfig, sampler: TaskSampler) -> None:
         )
 
 
+def check_missing_outputs(
+    cfg: ExperimentConfig, sampler: TaskSampler, model: NeuralProcess
+) -> None:
+    """Data with missing output values (a sampler's ``missing_outputs``, e.g. a table with
+    gaps) needs a model that reads them.
+
+    Raises:
+        ValueError: the model does not (one line: the option to set, or the models that can).
+    """
+    if getattr(sampler, "missing_outputs", False) and not model.reads_missing_outputs:
+        why = missing_outputs_refusal(model)
+        raise ValueError(f"data {cfg.data['name']!r} has missing output values and {why}")
+
+
 def initialise_from(model: NeuralProcess, source: str) -> None:
     """Copy the weights of checkpoint ``source`` (a path or a pretrained model's name) into
     ``model``, which must have the same architecture (fine-tuning, ``train.init_from``).
@@ -160,13 +175,6 @@ def initialise_from(model: NeuralProcess, source: str) -> None:
     if mismatch:
         raise ValueError(f"train.init_from={source}: {mismatch} (set the model section to match)")
     model.load_state_dict(donor.state_dict())
-
-
-def _clip(params, cfg: ExperimentConfig) -> None:
-    if cfg.train.clip_value is not None:
-        torch.nn.utils.clip_grad_value_(params, cfg.train.clip_value)
-    if cfg.train.clip_norm is not None:
-        torch.nn.utils.clip_grad_norm_(params, cfg.train.clip_norm)
 
 
 def _kept(ckpt_path: Path) -> str:
@@ -235,6 +243,7 @@ def _fit(
         cfg.model.get("dim_y", 1),
         **cfg.model_options(),
     ).to(device)
+    check_missing_outputs(cfg, sampler, model)
     named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
     if not named:
         raise ValueError(f"model {cfg.model['name']!r} has no trainable parameters")
@@ -299,7 +308,7 @@ def _fit(
             loss = objective(batch)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
-            _clip(params, cfg)
+            clip_gradients(params, cfg.train.clip_value, cfg.train.clip_norm)
             optimizer.step()
             schedule.step()
             if not all_finite(loss, params):  # before any checkpoint of this step's weights

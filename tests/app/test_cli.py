@@ -11,10 +11,10 @@ import sys
 import pytest
 
 from tiny import write_tiny
-from tnpx.cli import build_parser, main
+from tnpx.cli import build_parser, main, moved_to_lab
 
 ENV = {**os.environ, "OMP_NUM_THREADS": "1"}
-COMMANDS = ["train", "runs", "eval", "plot", "predict", "models", "demo", "bench", "bo", "data"]
+COMMANDS = ["train", "runs", "eval", "plot", "predict", "models", "demo", "bo", "data"]
 
 
 def _tnpx(*args, **kw):
@@ -39,6 +39,26 @@ def test_help(command, capsys):
         main([command, "--help"])
     assert exit_.value.code == 0
     assert "usage: tnpx " + command in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "argv, replacement",
+    [
+        (["bench", "scaling", "--sizes", "1"], "python -m benchmarks.scaling"),
+        (["--debug", "bench"], "python -m benchmarks.scaling"),
+        (["bo", "run", "configs/kr2-budget.yaml"], "python -m experiments.bo_benchmark_run"),
+    ],
+)
+def test_a_command_moved_to_the_lab_says_where(argv, replacement, capsys):
+    assert main(argv) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("tnpx ") and f"`{replacement} ...`" in line
+
+
+def test_other_commands_are_not_taken_for_moved_ones():
+    assert moved_to_lab(["bo", "suggest", "gp1d-tnp", "--observations", "obs.csv"]) is None
+    assert moved_to_lab(["runs", "bench"]) is None  # a folder named bench
+    assert moved_to_lab(["--debug"]) is None
 
 
 def test_models_lists_every_registered_model(capsys):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from benchmarks import long_runs
+from experiments import long_runs
 from tiny import tiny_overrides, write_tiny
 from tnpx.cli import main
 from tnpx.config import load_config

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import pytest
+import torch
 import torch.nn.functional as F
 
 from tiny import tiny_overrides, write_tiny
 from tnpx.config import OptimConfig, load_config
 from tnpx.models import build_model
-from tnpx.optim import build_optimizer, build_schedule, parameter_groups
+from tnpx.optim import build_optimizer, build_schedule, clip_gradients, parameter_groups
 from tnpx.train import fit
 
 
@@ -71,3 +72,23 @@ def test_multiplier_moves_the_noise_scale_further(tmp_path):
     fast = noise_after("fast", "optim.lr_multipliers={likelihood: 100}")
     assert abs(plain - 0.5) < 0.05  # the initial noise scale is 0.5
     assert abs(fast - 0.5) > 3 * abs(plain - 0.5)
+
+
+def test_clip_gradients_clamps_values_then_the_joint_norm():
+    def params():
+        a, b = torch.zeros(3, requires_grad=True), torch.zeros(2, requires_grad=True)
+        a.grad, b.grad = torch.tensor([3.0, -0.2, 0.4]), torch.tensor([-4.0, 0.1])
+        return [a, b]
+
+    untouched = params()
+    clip_gradients(untouched, None, None)
+    torch.testing.assert_close(untouched[0].grad, torch.tensor([3.0, -0.2, 0.4]))
+    both = params()
+    clip_gradients(iter(both), 0.5, 0.1)  # any iterable, as the trainer's parameter lists
+    clamped = torch.tensor([0.5, -0.2, 0.4, -0.5, 0.1], dtype=torch.float64)
+    expected = clamped * 0.1 / clamped.norm()  # float64: the re-derivation
+    got = torch.cat([both[0].grad, both[1].grad])
+    torch.testing.assert_close(got, expected.float(), rtol=1e-5, atol=1e-7)
+    small = params()
+    clip_gradients(small, None, 100.0)  # a norm under the limit is left alone
+    torch.testing.assert_close(small[1].grad, torch.tensor([-4.0, 0.1]))

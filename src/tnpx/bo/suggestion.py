@@ -1,9 +1,11 @@
 """The next point(s) to evaluate, given a user's observations: :func:`suggest`.
 
-Ask-and-tell BO with a trained neural process: the observations become the model's context
-(inputs mapped from the search box onto the model's training domain, outputs standardised), a
+Ask-and-tell BO with a trained neural process: the observations become the model's context, a
 BoTorch acquisition for minimisation is maximised over the box by ``optimize_acqf``, and the
-chosen points are returned in the user's units.
+chosen points are returned in the user's units. A checkpoint trained on the user's data maps
+the observations with the normalisation it stores (:class:`~tnpx.bo.NPSurrogate`, "Units");
+any other model has its inputs mapped from the search box onto its training domain and the
+outputs standardised by the observations.
 """
 
 from __future__ import annotations
@@ -11,9 +13,11 @@ from __future__ import annotations
 import warnings
 
 import torch
+from botorch.acquisition.objective import ScalarizedPosteriorTransform
+from botorch.models.model import Model
 
 from .acquisition import make_acquisition
-from .surrogate import NPSurrogate
+from .surrogate import NPSurrogate, stored_map
 
 
 def suggest(
@@ -27,8 +31,11 @@ def suggest(
     num_restarts: int = 8,
     raw_samples: int = 256,
     seed: int = 0,
+    scaling: str = "auto",
+    maximise: bool = False,
 ) -> torch.Tensor:
-    """``q`` points ``[q, d]`` inside ``bounds`` at which to evaluate next, to *minimise* y.
+    """``q`` points ``[q, d]`` inside ``bounds`` at which to evaluate next, to *minimise* y
+    (to maximise it with ``maximise``).
 
     Args:
         model: a :class:`~tnpx.NeuralProcess`, a checkpoint path or a pretrained model's name.
@@ -36,14 +43,22 @@ def suggest(
         bounds: ``[2, d]``: lower and upper corner of the search box (the user's units).
         acquisition: a name from :data:`tnpx.bo.ACQUISITIONS`; with ``q > 1`` use a ``q*`` one
             (the q points are chosen jointly by BoTorch, sequentially-greedy).
-        domain: the model's training input domain, when the checkpoint does not record one.
+        domain: the model's training input domain, when the checkpoint does not record one
+            (unused where a stored normalisation maps the inputs).
         seed: seeds BoTorch's random restarts.
+        scaling: ``"auto"``: a checkpoint trained on your data maps X and Y with the
+            normalisation it stores, any other model with the box and the observations' maps;
+            ``"context"``: those maps always; ``"stored"``: the stored one, or fail
+            (:class:`~tnpx.bo.NPSurrogate`).
+        maximise: choose points to maximise y. The model is given Y as observed (a model
+            trained on your data never sees it negated) and the acquisition minimises ``-y``.
     """
-    from ..predict import resolve_model
+    from ..predict import resolve
 
-    net, recorded, why = resolve_model(model)  # a name or path: tnpx.zoo.checkpoint_file
+    resolved = resolve(model)  # a name or path: tnpx.zoo.checkpoint_file
+    net, recorded, why = resolved[:3]
     domain = domain or recorded
-    if domain is None:
+    if domain is None and stored_map(resolved, scaling) is None:
         warnings.warn(
             f"no training domain ({why}): inputs go to the model unscaled; pass domain=",
             stacklevel=2,
@@ -62,8 +77,11 @@ def suggest(
         raise ValueError(f"q={q} needs a joint (q*) acquisition, got {acquisition!r}")
     if len(X) == 0:
         raise ValueError("suggest needs at least one observation")
-    surrogate = NPSurrogate(net, X, Y, bounds=bounds, domain=domain, standardize=True)
-    acq = make_acquisition(acquisition, surrogate, Y.min().item())
+    surrogate = NPSurrogate(
+        resolved, X, Y, bounds=bounds, domain=domain, standardize=True, scaling=scaling
+    )
+    objective = Negated(surrogate) if maximise else surrogate
+    acq = make_acquisition(acquisition, objective, (-Y if maximise else Y).min().item())
     from botorch.optim import optimize_acqf
 
     with torch.random.fork_rng():
@@ -77,3 +95,22 @@ def suggest(
             sequential=q > 1,
         )
     return points.detach()
+
+
+class Negated(Model):
+    """``-y`` under a single-output BoTorch model: an acquisition that minimises it maximises
+    y, while the model itself is conditioned on y as observed."""
+
+    def __init__(self, model: Model):
+        super().__init__()
+        self.model = model
+
+    @property
+    def num_outputs(self) -> int:
+        return 1
+
+    def posterior(self, X, output_indices=None, observation_noise=False, posterior_transform=None):
+        """The posterior of ``-y`` at ``X [..., q, d]``."""
+        weights = torch.tensor([-1.0], dtype=X.dtype, device=X.device)
+        negated = ScalarizedPosteriorTransform(weights)(self.model.posterior(X, output_indices))
+        return posterior_transform(negated) if posterior_transform is not None else negated

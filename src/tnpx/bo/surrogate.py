@@ -9,6 +9,12 @@ no cross-covariance (the model predicts targets independently given the context)
 analytic acquisitions (q = 1) are exact for the model and MC acquisitions with q > 1 treat the
 q points as independent. Latent-variable models are summarised by their predictive mean and
 variance (a moment-matched Gaussian).
+
+Units. A checkpoint trained on a user's data stores the normalisation of its training tasks
+(:func:`tnpx.checkpoint.stored_units`); the surrogate of such a checkpoint maps the user's X and
+Y with it, as :func:`tnpx.predict` does, and the per-call maps (the search box onto a training
+domain, Y standardised by the observations) are the fallback for a model that stores none.
+Either way ``posterior`` is in the user's Y units.
 """
 
 from __future__ import annotations
@@ -20,6 +26,8 @@ from gpytorch.distributions import MultitaskMultivariateNormal, MultivariateNorm
 from linear_operator.operators import DiagLinearOperator
 
 from ..models.base import ContextEncoding, NeuralProcess
+from ..predict import Resolved, resolve
+from ..predict_steps import Options, uses_stored
 from ..units import UnitMap, box_pairs, range_onto_box, standardising
 
 
@@ -27,7 +35,8 @@ class NPSurrogate(Model):
     """A neural process conditioned on observations ``(train_X, train_Y)``, as a BoTorch model.
 
     Args:
-        model: a trained tnpx model (``dim_x`` = d, ``dim_y`` = m).
+        model: a trained tnpx model (``dim_x`` = d, ``dim_y`` = m), a checkpoint path, a
+            shipped model's name, or :func:`tnpx.predict.resolve`'s result for one.
         train_X: ``[n, d]`` observed inputs (the user's units).
         train_Y: ``[n, m]`` observed outputs.
         bounds: ``[2, d]`` the search box; when given with ``domain``, inputs are mapped
@@ -39,8 +48,12 @@ class NPSurrogate(Model):
             only centred. The same :class:`~tnpx.units.UnitMap` as :func:`tnpx.predict`.
         encoding: the model's encoding of ``(train_X, train_Y)`` as one task (e.g. a
             :class:`tnpx.ContextStream`'s, grown by updates); ``posterior`` then decodes
-            against it instead of encoding the observations per call. Only without input map
-            or standardisation (the encoding is of the observations as given).
+            against it instead of encoding the observations per call. Only without any map
+            (the encoding is of the observations as given).
+        scaling: ``"auto"``: a checkpoint's stored normalisation maps X and Y where it has
+            one (``bounds``, ``domain`` and ``standardize`` are then unused), else the maps
+            those set; ``"context"``: those maps always; ``"stored"``: the stored one, or a
+            ``ValueError``. :func:`tnpx.predict`'s names and rule.
 
     Example:
         >>> import torch, tnpx
@@ -53,17 +66,18 @@ class NPSurrogate(Model):
 
     def __init__(
         self,
-        model: NeuralProcess,
+        model: NeuralProcess | str | Resolved,
         train_X: torch.Tensor,
         train_Y: torch.Tensor,
         bounds: torch.Tensor | None = None,
         domain: tuple[float, float] | None = None,
         standardize: bool = False,
         encoding: ContextEncoding | None = None,
+        scaling: str = "auto",
     ):
         super().__init__()
-        if not isinstance(model, NeuralProcess):
-            raise TypeError(f"model: expected a tnpx NeuralProcess, got {type(model).__name__}")
+        resolved = model if isinstance(model, Resolved) else resolve(model)
+        model = resolved.net
         if train_X.dim() != 2 or train_X.shape[1] != model.dim_x:
             raise ValueError(
                 f"train_X: expected [n, {model.dim_x}] for {model.name}, got {list(train_X.shape)}"
@@ -77,8 +91,11 @@ class NPSurrogate(Model):
         self.__dict__["np_model"] = model.eval()
         self.train_X, self.train_Y = train_X, train_Y
         self.bounds, self.domain, self.standardize = bounds, domain, standardize
-        self.units = surrogate_units(model, train_Y, bounds, domain, standardize)
-        if encoding is not None and (standardize or (bounds is not None and domain is not None)):
+        self.resolved, self.scaling = resolved, scaling
+        self.stored = stored_map(resolved, scaling)
+        self.units = surrogate_units(model, train_Y, bounds, domain, standardize, self.stored)
+        by_box = bounds is not None and domain is not None
+        if encoding is not None and (self.stored is not None or standardize or by_box):
             raise ValueError("encoding: only for observations in the model's units")
         self.encoding = encoding
 
@@ -140,14 +157,26 @@ class NPSurrogate(Model):
             x, y = X[None].to(self._dtype), Y[None].to(self._dtype)
             encoding = model.update(encoding, x, y) if model.incremental else None
         return NPSurrogate(
-            self.np_model,
+            self.resolved,
             torch.cat([self.train_X, X.to(self.train_X)]),
             torch.cat([self.train_Y, Y.to(self.train_Y)]),
             self.bounds,
             self.domain,
             self.standardize,
             encoding,
+            self.scaling,
         )
+
+
+def stored_map(resolved: Resolved, scaling: str) -> UnitMap | None:
+    """The stored normalisation :class:`NPSurrogate` maps with under ``scaling``, None where it
+    uses its per-call maps (:func:`tnpx.predict`'s rule).
+
+    Raises:
+        ValueError: an unknown ``scaling``, or ``"stored"`` for a model that stores none.
+    """
+    use = uses_stored(Options(scaling=scaling, stored=resolved.stored))
+    return resolved.stored[0] if use else None
 
 
 def surrogate_units(
@@ -156,11 +185,15 @@ def surrogate_units(
     bounds: torch.Tensor | None,
     domain: tuple[float, float] | None,
     standardize: bool,
+    stored: UnitMap | None = None,
 ) -> UnitMap:
-    """The :class:`~tnpx.units.UnitMap` of :class:`NPSurrogate`: inputs from the search box
-    ``bounds [2, d]`` onto ``domain`` (identity unless both are given), outputs standardised
-    by the observations ``train_Y [n, m]`` as :func:`tnpx.predict` standardises a context
-    (identity unless ``standardize``)."""
+    """The :class:`~tnpx.units.UnitMap` of :class:`NPSurrogate`: a checkpoint's ``stored``
+    normalisation where given; else inputs from the search box ``bounds [2, d]`` onto
+    ``domain`` (identity unless both are given), outputs standardised by the observations
+    ``train_Y [n, m]`` as :func:`tnpx.predict` standardises a context (identity unless
+    ``standardize``)."""
+    if stored is not None:
+        return stored
     units = UnitMap.identity(model.dim_x, model.dim_y)
     x_map, y_map = units.x, units.y
     if bounds is not None and domain is not None:

@@ -8,6 +8,7 @@ from .base import SPLITS, TaskSampler, batch_at, task_generator
 from .era5 import ERA5Config, ERA5Sampler
 from .gp import GPConfig, GPSampler
 from .gp_composite import CompositeGPConfig, CompositeGPSampler
+from .grid import GridConfig, GridSampler
 from .images import ImageConfig, ImageSampler
 from .kolmogorov import KolmogorovConfig, KolmogorovSampler
 from .sawtooth import SawtoothConfig, SawtoothSampler
@@ -22,6 +23,7 @@ SAMPLERS = {
     "kolmogorov": (KolmogorovSampler, KolmogorovConfig),
     "era5": (ERA5Sampler, ERA5Config),
     "table": (TableSampler, TableConfig),
+    "grid": (GridSampler, GridConfig),
     "stations": (StationsSampler, StationsConfig),
 }
 
@@ -59,6 +61,8 @@ __all__ = [
     "ERA5Sampler",
     "GPConfig",
     "GPSampler",
+    "GridConfig",
+    "GridSampler",
     "ImageConfig",
     "ImageSampler",
     "KolmogorovConfig",

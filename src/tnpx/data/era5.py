@@ -26,10 +26,15 @@ Pieces:
 xarray and netCDF4 are optional (``pip install 'tnpx[xarray]'``); this module imports without
 them and raises an ``ImportError`` naming that extra when a function needs them.
 
+The windows are drawn, read and standardised by the ``grid`` source
+(:class:`tnpx.data.grid.GridSampler`) set up with TE-4's layout and :attr:`ERA5Sampler.stats`:
+TE-4 is one configuration of it, its batches unchanged.
+
 Missing values (e.g. NaN over the sea in a land-only product): a window holding any missing
 temperature (or elevation) is never drawn, i.e. such tasks are rejected and redrawn. The
 complete windows are listed once when the sampler is built, so drawing stays uniform over them
-and never loops. ERA5 ``t2m`` itself has no missing values.
+and never loops; one warning counts the windows left out. ERA5 ``t2m`` itself has no missing
+values.
 """
 
 from __future__ import annotations
@@ -40,11 +45,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import torch
-import torch.nn.functional as F
 
 from ..batch import Batch
 from ..validation import check_option
-from .base import randint
 
 # Re-exported (see __all__): G, RELIEF_FILES, STANDIN_FILES, iris_standin, load_era5.
 from .era5_files import (
@@ -66,6 +69,7 @@ from .era5_regions import (
     select_region,
     time_values,
 )
+from .grid import GridSampler, context_range
 
 if TYPE_CHECKING:  # pragma: no cover
     import xarray
@@ -142,11 +146,7 @@ class ERA5Sampler:
         self.region = _named_region(config.region, config.source, "region")
         self.stats_region = _named_region(config.stats_region, config.source, "stats_region")
         self.stats = region_stats(data, self.stats_region, config.stats_time_range)
-        names = ["lat", "lon", "time"] + ["elevation"] * self.use_elevation
-        self._x_mean = torch.tensor([self.stats[n][0] for n in names], dtype=torch.float64)
-        self._x_std = torch.tensor([self.stats[n][1] for n in names], dtype=torch.float64)
-        self._y_mean, self._y_std = self.stats["temperature"]
-        self._hold(select_region(data, self.region, config.time_range))
+        self.grid = self._grid(select_region(data, self.region, config.time_range))
 
     @classmethod
     def from_dataset(
@@ -161,93 +161,66 @@ class ERA5Sampler:
         ``config.source``; region names resolve through ``config.source`` as usual."""
         return cls(config, batch_size=batch_size, seed=seed, dataset=dataset)
 
-    def _hold(self, box: xarray.Dataset) -> None:
-        """Keep the sampling region as tensors and list its complete windows."""
-        as64 = {"dtype": torch.float64}  # torch.tensor copies (xarray's arrays are read-only)
-        self._lat = torch.tensor(box["lat"].values, **as64)
-        self._lon = torch.tensor(box["lon"].values, **as64)
-        self._time = torch.tensor(time_values(box["time"].values), **as64)
-        self._temperature = torch.tensor(box["temperature"].values, **as64)  # [T, H, W]
-        self._elevation = (
-            torch.tensor(box["elevation"].values, **as64) if self.use_elevation else None
-        )
+    def _grid(self, box: xarray.Dataset) -> GridSampler:
+        """The ``grid`` source over the sampling region with TE-4's layout, no held-out split
+        (TE-4 holds out regions and periods with samplers of their own) and the statistics of
+        the stats region."""
         n_lat, n_lon, n_time = self.config.grid
-        sizes = tuple(self._temperature.shape)
+        sizes = [box.sizes[d] for d in ("time", "lat", "lon")]
         if sizes[0] < n_time or sizes[1] < n_lat or sizes[2] < n_lon:
             raise ValueError(
                 f"region {self.region} (time_range {self.config.time_range}) holds "
                 f"{sizes[1]} × {sizes[2]} lat × lon points and {sizes[0]} time steps; a task "
                 f"needs {n_lat} × {n_lon} and {n_time}"
             )
-        missing = ~torch.isfinite(self._temperature)
-        if self._elevation is not None:
-            missing = missing | ~torch.isfinite(self._elevation)[None]
-        self._origins = None  # None: every window is complete
-        if missing.any():
-            window = (n_time, n_lat, n_lon)
-            hit = F.max_pool3d(missing[None, None].double(), window, stride=1)[0, 0] > 0
-            self._origins = torch.nonzero(~hit)  # [n_complete, 3] (time, lat, lon) indices
-            if len(self._origins) == 0:
-                raise ValueError(
-                    f"no {n_lat} × {n_lon} × {n_time} window of region {self.region} is free "
-                    "of missing values"
-                )
+        static = ["elevation"] * self.use_elevation
 
-    def _draw_origins(self, g: torch.Generator, b: int) -> torch.Tensor:
-        """First (time, lat, lon) index of each task's window ``[b, 3]``."""
-        if self._origins is not None:
-            return self._origins[torch.randint(len(self._origins), (b,), generator=g)]
-        n_lat, n_lon, n_time = self.config.grid
-        room = [len(self._time) - n_time, len(self._lat) - n_lat, len(self._lon) - n_lon]
-        return torch.stack([torch.randint(r + 1, (b,), generator=g) for r in room], -1)
+        def maps(names: list[str]) -> dict:
+            loc, scale = zip(*(self.stats[n] for n in names))
+            return {"columns": names, "loc": list(loc), "scale": list(scale)}
 
-    def _window_points(self, origin: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Physical inputs ``[b, N, dim_x]`` and temperatures ``[b, N, 1]`` of the windows
-        starting at ``origin`` ``[b, 3]``, in (time, lat, lon) order."""
-        n_lat, n_lon, n_time = self.config.grid
-        b = origin.shape[0]
-        shape = (b, n_time, n_lat, n_lon)
-        t = (origin[:, :1] + torch.arange(n_time))[:, :, None, None].expand(shape)
-        i = (origin[:, 1:2] + torch.arange(n_lat))[:, None, :, None].expand(shape)
-        j = (origin[:, 2:] + torch.arange(n_lon))[:, None, None, :].expand(shape)
-        columns = [self._lat[i], self._lon[j], self._time[t]]
-        if self._elevation is not None:
-            columns.append(self._elevation[i, j])
-        x = torch.stack(columns, -1).reshape(b, -1, self.dim_x)
-        return x, self._temperature[t, i, j].reshape(b, -1, 1)
+        normalisation = {"x": maps(["lat", "lon", "time", *static]), "y": maps(["temperature"])}
+        return GridSampler.from_dataset(
+            box[["temperature", *static]],
+            batch_size=self.batch_size,
+            seed=self.seed,
+            normalisation=normalisation,
+            y=["temperature"],
+            window={"time": n_time, "lat": n_lat, "lon": n_lon},
+            x=["lat", "lon", "time"],
+            static=static,
+            min_ctx_frac=self.config.min_ctx_frac,
+            max_ctx_frac=self.config.max_ctx_frac,
+            val_fraction=0.0,
+            test_fraction=0.0,
+            load="memory",
+        )
+
+    @property
+    def _origins(self):
+        """The complete windows when some hold a missing value (``len``: how many), else
+        None: every window is complete."""
+        windows = self.grid.windows("train")
+        return None if windows.bits is None else windows
 
     def standardise(
         self, x: torch.Tensor | None = None, y: torch.Tensor | None = None
     ) -> tuple[torch.Tensor | None, torch.Tensor | None]:
         """Physical inputs ``[..., dim_x]`` / temperatures ``[..., 1]`` to model units."""
-        x = None if x is None else (x - self._x_mean.to(x)) / self._x_std.to(x)
-        y = None if y is None else (y - self._y_mean) / self._y_std
-        return x, y
+        return self.grid.standardise(x, y)
 
     def to_physical(
         self, x: torch.Tensor | None = None, y: torch.Tensor | None = None
     ) -> tuple[torch.Tensor | None, torch.Tensor | None]:
         """Undo :meth:`standardise`: degrees, time (:func:`time_values`), metres, kelvin."""
-        x = None if x is None else x.double() * self._x_std + self._x_mean
-        y = None if y is None else y.double() * self._y_std + self._y_mean
-        return x, y
+        return self.grid.to_physical(x, y)
 
     def sample(self, generator: torch.Generator, batch_size: int | None = None) -> Batch:
         """One batch drawn with ``generator`` only: ``xc`` ``[batch, n_ctx, dim_x]``, ``yc``
         ``[batch, n_ctx, 1]``, ``xt`` ``[batch, N - n_ctx, dim_x]``, ``yt``
         ``[batch, N - n_ctx, 1]``; each task is one window, its points shuffled, the first
-        ``n_ctx`` context and the rest targets."""
-        g, b = generator, batch_size or self.batch_size
-        n_ctx = randint(g, self.min_ctx, self.max_ctx)
-        origin = self._draw_origins(g, b)
-        x, y = self._window_points(origin)
-        order = torch.rand(b, self.n_points, generator=g).argsort(dim=1)[..., None]
-        x = x.gather(1, order.expand(-1, -1, self.dim_x))
-        x, y = self.standardise(x, y.gather(1, order))
-        x, y = x.float(), y.float()
-        first = [self._lat[origin[:, 1]], self._lon[origin[:, 2]], self._time[origin[:, 0]]]
-        info = {"origin": torch.stack(first, -1)}
-        return Batch(x[:, :n_ctx], y[:, :n_ctx], x[:, n_ctx:], y[:, n_ctx:], info=info)
+        ``n_ctx`` context and the rest targets (the grid source's training windows)."""
+        return self.grid.sample(generator, batch_size or self.batch_size, split="train")
 
 
 def _check_config(config: ERA5Config, has_dataset: bool) -> tuple[int, int, int]:
@@ -258,19 +231,8 @@ def _check_config(config: ERA5Config, has_dataset: bool) -> tuple[int, int, int]
     grid = config.grid
     if len(grid) != 3 or not all(isinstance(n, int) and n >= 1 for n in grid):
         raise ValueError(f"grid must be 3 positive integers [lat, lon, time], got {grid!r}")
-    if not 0 < config.min_ctx_frac <= config.max_ctx_frac < 1:
-        raise ValueError(
-            "need 0 < min_ctx_frac <= max_ctx_frac < 1, got "
-            f"{config.min_ctx_frac}, {config.max_ctx_frac}"
-        )
     n_points = math.prod(grid)
-    min_ctx = max(1, math.ceil(n_points * config.min_ctx_frac - 1e-9))
-    max_ctx = min(n_points - 1, math.floor(n_points * config.max_ctx_frac + 1e-9))
-    if min_ctx > max_ctx:
-        raise ValueError(
-            f"a grid of {n_points} points leaves no context size between "
-            f"{config.min_ctx_frac} N and {config.max_ctx_frac} N (with >= 1 target)"
-        )
+    min_ctx, max_ctx = context_range(n_points, config.min_ctx_frac, config.max_ctx_frac)
     for name in ("time_range", "stats_time_range"):
         value = getattr(config, name)
         if value is not None and len(value) != 2:

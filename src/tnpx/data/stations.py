@@ -45,7 +45,8 @@ from typing import TYPE_CHECKING, ClassVar
 import numpy as np
 
 from ..tables import DataError, Table
-from .table import TableConfig, TableSampler, TaskDraws, _as_list, _read, _require
+from .table import TableConfig, TableSampler, TaskDraws, _read, _require
+from .table_checks import _as_list
 from .table_times import is_dates, parse_times
 
 if TYPE_CHECKING:  # pandas is imported where it is used, so `import tnpx` stays light

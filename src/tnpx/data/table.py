@@ -14,9 +14,17 @@ every task). Each batch draws tasks of one split, shuffles each task's points an
 into context and target by a random fraction; tasks of different sizes are padded to the
 batch's largest and marked by ``mask_c`` / ``mask_t``.
 
+A missing output value (an empty cell or NaN) in a row whose other outputs are observed is
+masked, not dropped with its row: batches carry ``mask_yc`` / ``mask_yt`` (True = observed;
+the value itself is 0.0), scores leave it out, and a model reads it only if it can
+(``missing_outputs: true`` for the transformer NPs; :attr:`TableSampler.missing_outputs`
+says whether a table has any). Each column's normalisation uses its observed values.
+
 Bad data is a :class:`~tnpx.tables.DataError` of one line naming the file, the column and,
-where it applies, the task. Tasks too small to split are skipped with one warning that
-counts and names them; nothing else is dropped.
+where it applies, the task (:mod:`tnpx.data.table_checks`): a missing input value, a row
+without any output value, or an output without any value (in the training tasks) among them.
+Tasks too small to split are skipped with one warning that counts and names them; nothing
+else is dropped.
 
     >>> import numpy as np, pandas as pd
     >>> from tnpx.data import batch_at
@@ -40,7 +48,14 @@ import torch
 from ..batch import Batch
 from ..tables import DataError, Table, column_names, numeric_rows, read_table, warn_user
 from .base import SPLITS, TaskSampler, uniform
-from .table_splits import SPLIT_BY, split_tasks
+from .table_checks import (
+    _check_duplicates,
+    _check_missing,
+    _check_options,
+    _check_trained,
+    _check_varies,
+)
+from .table_splits import split_tasks
 
 if TYPE_CHECKING:  # pandas is imported where it is used, so `import tnpx` stays light
     import pandas as pd
@@ -76,7 +91,8 @@ class TableConfig(TaskDraws):
     ``split_seed``, so a task's split depends neither on the sampler's seed nor on the order
     of rows), ``time`` (the latest tasks by ``split_column``) or ``region`` (whole regions of
     ``split_column``: those in ``val_regions``/``test_regions``, or hashed with the fractions
-    counting regions); see :mod:`tnpx.data.table_splits`.
+    counting regions); see :mod:`tnpx.data.table_splits`. A missing ``y`` value is masked
+    where the row has another output (module docstring); any other missing value is an error.
     """
 
     path: str | None = None
@@ -93,13 +109,15 @@ class TableConfig(TaskDraws):
 class TaskSplit:
     """The tasks of one split, their rows contiguous and in task order: task ``i``'s points
     are rows ``offsets[i]:offsets[i + 1]`` of ``x [rows, dim_x]`` and ``y [rows, dim_y]``
-    (normalised, float32); ``sizes [n_tasks]``; ``keys``: each task's key."""
+    (normalised, float32; 0.0 at a missing output); ``sizes [n_tasks]``; ``keys``: each
+    task's key; ``observed [rows, dim_y]`` (bool, True = observed; None: every output is)."""
 
     x: torch.Tensor
     y: torch.Tensor
     offsets: torch.Tensor
     sizes: torch.Tensor
     keys: list
+    observed: torch.Tensor | None = None
 
     @property
     def n_tasks(self) -> int:
@@ -110,7 +128,8 @@ class TableSampler(TaskSampler):
     """Batches of tasks from a long table; see :class:`TableConfig` and the module docstring.
 
     A batch's ``info["task"]`` ``[batch]`` holds each task's index into
-    :meth:`task_keys` of its split.
+    :meth:`task_keys` of its split; its ``mask_yc`` / ``mask_yt`` mark missing outputs (None
+    where a batch has none).
     """
 
     splits_tasks: ClassVar[bool] = True
@@ -154,6 +173,12 @@ class TableSampler(TaskSampler):
             "y": {"columns": list(self.y_cols), "loc": self._loc[dx:], "scale": self._scale[dx:]},
         }
 
+    @property
+    def missing_outputs(self) -> bool:
+        """Whether some output value of the table's tasks is missing (masked in batches; a
+        model must read them: ``missing_outputs: true``)."""
+        return any(part.observed is not None for part in self._splits.values())
+
     def task_keys(self, split: str = "train") -> list:
         """The keys of ``split``'s tasks in the order ``info["task"]`` indexes them: a value
         for one task column, a tuple for several (none where the split is empty)."""
@@ -177,7 +202,8 @@ class TableSampler(TaskSampler):
     ) -> Batch:
         """One batch of ``split``'s tasks drawn with ``generator`` only: ``xc [batch, n_ctx,
         dim_x]`` etc., padded to the batch's largest context and target set, ``mask_c [batch,
-        n_ctx]`` / ``mask_t [batch, n_tgt]`` marking real points (None where all are)."""
+        n_ctx]`` / ``mask_t [batch, n_tgt]`` marking real points and ``mask_yc [batch, n_ctx,
+        dim_y]`` / ``mask_yt [batch, n_tgt, dim_y]`` observed outputs (None where all are)."""
         part, g = self._part(split), generator
         b = batch_size or self.batch_size
         tasks = _pick_tasks(g, part.n_tasks, b)
@@ -194,10 +220,10 @@ class TableSampler(TaskSampler):
         rows = rows[((seg << 40) | noise).argsort(stable=True)]
         is_ctx = rank < n_ctx[seg]
         is_tgt = ~is_ctx & (rank < (n_ctx + n_tgt)[seg])
-        xc, yc, mask_c = _scatter(part, rows[is_ctx], seg[is_ctx], rank[is_ctx], n_ctx)
+        xc, yc, mask_c, mask_yc = _scatter(part, rows[is_ctx], seg[is_ctx], rank[is_ctx], n_ctx)
         tgt_slot = rank[is_tgt] - n_ctx[seg[is_tgt]]
-        xt, yt, mask_t = _scatter(part, rows[is_tgt], seg[is_tgt], tgt_slot, n_tgt)
-        return Batch(xc, yc, xt, yt, mask_c, {"task": tasks}, mask_t)
+        xt, yt, mask_t, mask_yt = _scatter(part, rows[is_tgt], seg[is_tgt], tgt_slot, n_tgt)
+        return Batch(xc, yc, xt, yt, mask_c, {"task": tasks}, mask_t, mask_yc, mask_yt)
 
     def _counts(self, g: torch.Generator, sizes: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Context and target counts ``[batch]`` of tasks of ``sizes [batch]`` points."""
@@ -223,86 +249,23 @@ def _pick_tasks(g: torch.Generator, n_tasks: int, b: int) -> torch.Tensor:
 
 def _scatter(
     part: TaskSplit, rows: torch.Tensor, task: torch.Tensor, slot: torch.Tensor, n: torch.Tensor
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
     """Rows ``rows [m]`` of ``part`` placed at ``(task, slot)`` of padded ``x [batch, max(n),
-    dim_x]``, ``y [batch, max(n), dim_y]``, and the mask ``[batch, max(n)]`` of the ``n
-    [batch]`` real slots per task (None where every slot is real)."""
+    dim_x]``, ``y [batch, max(n), dim_y]``, the mask ``[batch, max(n)]`` of the ``n [batch]``
+    real slots per task (None where every slot is real) and the observed outputs ``[batch,
+    max(n), dim_y]`` (True at padding; None where every output is observed)."""
     b, width = len(n), int(n.max())
     x = part.x.new_zeros(b, width, part.x.shape[1])
     y = part.y.new_zeros(b, width, part.y.shape[1])
     x[task, slot] = part.x[rows]
     y[task, slot] = part.y[rows]
     mask = torch.arange(width) < n[:, None]
-    return x, y, None if bool(mask.all()) else mask
-
-
-# -- options -----------------------------------------------------------------------------------
-def _as_list(cols) -> list:
-    return [cols] if isinstance(cols, str) else list(cols or [])
-
-
-def _check_options(
-    c: TableConfig, has_frame: bool, source: str = "table"
-) -> tuple[list, list, list]:
-    """The task, input and output columns; a ``ValueError`` for an option out of range."""
-    if c.path is None and not has_frame:
-        raise ValueError(
-            f"data sampler {source!r} needs path: a CSV or Parquet file, one row a point"
-        )
-    task, x, y = _as_list(c.task), _as_list(c.x), _as_list(c.y)
-    for option, cols in (("task", task), ("x", x), ("y", y)):
-        if not cols:
-            raise ValueError(f"{source}: name the {option} column(s) ({option}: [COLUMN, ...])")
-    named = [*task, *x, *y]
-    twice = sorted({str(col) for col in named if named.count(col) > 1})
-    if twice:
-        raise ValueError(f"{source}: column(s) {twice} named more than once among task, x and y")
-    if c.min_ctx < 1:
-        raise ValueError(
-            f"{source}: min_ctx must be >= 1 (a task needs a context), got {c.min_ctx}"
-        )
-    if c.max_ctx is not None and c.max_ctx < c.min_ctx:
-        raise ValueError(f"{source}: max_ctx={c.max_ctx} is below min_ctx={c.min_ctx}")
-    if c.max_tgt is not None and c.max_tgt < 1:
-        raise ValueError(f"{source}: max_tgt must be >= 1 (or null: no cap), got {c.max_tgt}")
-    if len(c.ctx_fraction) != 2 or not 0 <= c.ctx_fraction[0] <= c.ctx_fraction[1] <= 1:
-        raise ValueError(
-            f"{source}: ctx_fraction must be [low, high], 0 <= low <= high <= 1, "
-            f"got {c.ctx_fraction}"
-        )
-    if not 0 < c.val_fraction < 1:  # training validates on it
-        raise ValueError(f"{source}: val_fraction must lie in (0, 1), got {c.val_fraction}")
-    if not 0 <= c.test_fraction < 1 or c.val_fraction + c.test_fraction >= 1:
-        raise ValueError(
-            f"{source}: test_fraction must lie in [0, 1) and leave training tasks "
-            f"(val_fraction + test_fraction < 1), got {c.test_fraction}"
-        )
-    _check_split_options(c, source)
-    return task, x, y
-
-
-def _check_split_options(c: TableConfig, source: str) -> None:
-    """``split_by`` and the options that go with it."""
-    if c.split_by not in SPLIT_BY:
-        raise ValueError(
-            f"{source}: split_by must be one of {', '.join(SPLIT_BY)}, got {c.split_by!r}"
-        )
-    if c.split_by == "task" and c.split_column is not None:
-        raise ValueError(f"{source}: split_column is for split_by time or region, not task")
-    if c.split_by == "time" and c.split_column is None:
-        raise ValueError(f"{source}: split_by time needs split_column: the column of each time")
-    if c.split_by == "region" and c.split_column is None:
-        raise ValueError(f"{source}: split_by region needs split_column: the column of regions")
-    lists = {"val": c.val_regions, "test": c.test_regions}
-    if all(v is None for v in lists.values()):
-        return
-    if c.split_by != "region":
-        raise ValueError(f"{source}: val_regions/test_regions are for split_by region")
-    if not c.val_regions:  # training validates on held-out tasks
-        raise ValueError(f"{source}: name the regions held out for validation (val_regions)")
-    both = sorted({str(r) for r in c.val_regions} & {str(r) for r in c.test_regions or []})
-    if both:
-        raise ValueError(f"{source}: region(s) {both} named in both val_regions and test_regions")
+    observed = None
+    if part.observed is not None:
+        observed = torch.ones(b, width, part.y.shape[1], dtype=torch.bool)
+        observed[task, slot] = part.observed[rows]
+        observed = None if bool(observed.all()) else observed
+    return x, y, None if bool(mask.all()) else mask, observed
 
 
 # -- reading and checking ----------------------------------------------------------------------
@@ -317,16 +280,24 @@ def _read(source, role: str = "table") -> Table:
 
 
 def _read_parquet(path: Path) -> Table:
+    """The Parquet file at ``path`` (``.parquet`` or ``.pq``), read with pandas' engine (the
+    ``parquet`` extra's pyarrow). Every failure is a one-line :class:`DataError` naming it."""
     import pandas as pd
+
+    from ..extras import MissingExtraError, require
 
     if not path.is_file():
         raise DataError(f"{path}: {'is a folder, not a file' if path.is_dir() else 'no such file'}")
     try:
         frame = pd.read_parquet(path)
-    except ImportError:
+    except ImportError as err:  # no engine: name the extra that brings one
+        try:
+            require("pyarrow", "parquet", "reading Parquet files")
+        except MissingExtraError as missing:
+            raise DataError(f"{path}: {missing}; or save the table as CSV") from None
+        text = str(err).strip().splitlines()
         raise DataError(
-            f"{path}: reading Parquet files needs pyarrow (pip install pyarrow); or save the "
-            "table as CSV"
+            f"{path}: cannot read the Parquet file ({text[0] if text else err!r})"
         ) from None
     except Exception as err:  # any engine's failure: report it against the file
         text = str(err).strip().splitlines()
@@ -347,8 +318,8 @@ def _load(
         raise DataError(f"{table.name}: the table has no rows")
     code, keys = _task_codes(table, task_cols)
     show = _key_text(task_cols)
-    _check_missing(table, x_cols, y_cols, code, keys, show)
-    values = numeric_rows(table, [*x_cols, *y_cols]).to_numpy()  # [rows, dim_x + dim_y]
+    missing_y = _check_missing(table, x_cols, y_cols, code, keys, show)  # [rows, dim_y] | None
+    values = _numbers(table, x_cols, y_cols, missing_y)  # [rows, dim_x + dim_y], NaN: missing
     x = values[:, : len(x_cols)]
     _check_varies(table, y_cols, values[:, len(x_cols) :])
     order = np.lexsort([*x.T[::-1], code])  # by task, then by inputs
@@ -359,21 +330,42 @@ def _load(
     split[kept] = split_tasks(table, keys, code, kept, show, c)
     row_split = split[code[order]]
     train_rows = order[row_split == SPLITS["train"]]
+    if missing_y is not None:
+        _check_trained(table, y_cols, values[train_rows, len(x_cols) :])
     loc, scale = _normalisation(values[train_rows], c.normalise)
     scaled = ((values - loc) / scale).astype(np.float32)
+    if missing_y is not None:
+        scaled[:, len(x_cols) :][missing_y] = 0.0  # a value, never NaN: the mask says missing
     parts = {}
     for name, index in SPLITS.items():
         tasks = np.flatnonzero(split == index)  # in key order, as rows are
         rows = order[row_split == index]
         part_sizes = torch.from_numpy(sizes[tasks].astype(np.int64))
+        missing = None if missing_y is None else missing_y[rows]
         parts[name] = TaskSplit(
             x=torch.from_numpy(np.ascontiguousarray(scaled[rows, : len(x_cols)])),
             y=torch.from_numpy(np.ascontiguousarray(scaled[rows, len(x_cols) :])),
             offsets=torch.cumsum(part_sizes, 0) - part_sizes,
             sizes=part_sizes,
             keys=[keys[i] for i in tasks],
+            observed=None if missing is None or not missing.any() else torch.from_numpy(~missing),
         )
     return parts, loc.tolist(), scale.tolist()
+
+
+def _numbers(table: Table, x_cols: list, y_cols: list, missing_y: np.ndarray | None) -> np.ndarray:
+    """The inputs then outputs ``[rows, dim_x + dim_y]`` as float64, every value checked
+    (numbers, finite); NaN where ``missing_y [rows, dim_y]`` marks a missing output."""
+    cols = [*x_cols, *y_cols]
+    if missing_y is None:
+        return numeric_rows(table, cols).to_numpy()
+    frame = table.frame[cols].copy()
+    for j, col in enumerate(y_cols):  # a placeholder, so the observed values are checked
+        frame[col] = frame[col].where(~missing_y[:, j], 0)
+    values = numeric_rows(Table(frame, table.name, table.from_file, table.offset), cols)
+    values = values.to_numpy(copy=True)
+    values[:, len(x_cols) :][missing_y] = np.nan
+    return values
 
 
 def _require(table: Table, named: dict[str, list]) -> None:
@@ -421,50 +413,6 @@ def _key_text(task_cols: list):
     return show
 
 
-def _check_missing(table, x_cols, y_cols, code, keys, show) -> None:
-    """A missing input or output value is an error (the table source does not mask yet)."""
-    for col in [*x_cols, *y_cols]:
-        missing = table.frame[col].isna().to_numpy()
-        if not missing.any():
-            continue
-        if missing.all() and col in y_cols:
-            raise DataError(f"{table.name}, column {col!r}: every value is missing")
-        pos = int(np.argmax(missing))
-        n_tasks = len(np.unique(code[missing]))
-        raise DataError(
-            f"{table.name}, column {col!r}: {int(missing.sum())} missing value(s) in {n_tasks} "
-            f"task(s), the first in task {show(keys[code[pos]])} ({table.where(pos)}); missing "
-            "values are not supported yet: fill them in or remove those rows"
-        )
-
-
-def _check_varies(table: Table, y_cols: list, y: np.ndarray) -> None:
-    """An output column with one value throughout leaves nothing to learn."""
-    for j, col in enumerate(y_cols):
-        if (y[:, j] == y[0, j]).all():
-            raise DataError(
-                f"{table.name}, column {col!r}: every value is {y[0, j]:g}; an output that "
-                "never changes cannot be learnt"
-            )
-
-
-def _check_duplicates(table, x_cols, code, x, order, keys, show) -> None:
-    """Two rows of one task at the same inputs: an error (context and target would share a
-    point). ``order`` sorts the rows by task, then inputs."""
-    xs, cs = x[order], code[order]
-    same = (cs[1:] == cs[:-1]) & (xs[1:] == xs[:-1]).all(1)
-    if not same.any():
-        return
-    first = int(order[1:][same].min())
-    at = ", ".join(f"{col}={v:g}" for col, v in zip(x_cols, x[first]))
-    raise DataError(
-        f"{table.name}: {int(same.sum())} row(s) repeat the inputs {column_names(x_cols)} of "
-        f"another row of their task, the first in task {show(keys[code[first]])} "
-        f"({table.where(first)}: {at}); average repeated measurements, or add the column that "
-        "tells them apart to task"
-    )
-
-
 def _kept_tasks(table: Table, sizes: np.ndarray, keys: list, show, min_ctx: int) -> np.ndarray:
     """The tasks with at least ``min_ctx + 1`` points; one warning counts and names the rest."""
     small = sizes < min_ctx + 1
@@ -481,9 +429,13 @@ def _kept_tasks(table: Table, sizes: np.ndarray, keys: list, show, min_ctx: int)
 
 def _normalisation(train: np.ndarray, normalise: bool) -> tuple[np.ndarray, np.ndarray]:
     """``loc`` and ``scale`` ``[dim_x + dim_y]``: the mean and standard deviation of the
-    training rows ``train [rows, dim_x + dim_y]`` (a column constant there keeps scale 1)."""
+    training rows ``train [rows, dim_x + dim_y]`` (a column constant there keeps scale 1), of
+    each column's observed values where it has missing ones (NaN)."""
     width = train.shape[1]
     if not normalise:
         return np.zeros(width), np.ones(width)
     loc, scale = train.mean(0), train.std(0)
+    for j in np.flatnonzero(np.isnan(loc)):  # only these: complete columns stay bit-identical
+        seen = train[~np.isnan(train[:, j]), j]
+        loc[j], scale[j] = seen.mean(), seen.std()
     return loc, np.where(scale > 0, scale, 1.0)

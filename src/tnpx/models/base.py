@@ -7,6 +7,13 @@ attributes: equivariances, ``predicts_jointly``, ``stochastic``, supported dims)
 validates inputs, records the config needed to rebuild the model, and provides the per-task
 log-likelihood used everywhere.
 
+Missing outputs: ``mask_yc [batch, n_ctx, dim_y]`` (``Batch.mask_yc``, True = observed) marks
+context outputs a point lacks. A model states how it reads them
+(:meth:`NeuralProcess.missing_outputs_support`); one that does receives ``mask_c`` as that
+per-output mask ``[batch, n_ctx, dim_y]`` (False also at padding) in ``_predict`` and
+``_encode_context``, and every other model refuses a False in one line. Scores leave missing
+target outputs out (``Batch.mask_yt``, :func:`~tnpx.batch.observed_score`).
+
 Streamed prediction: ``encode_context`` computes what a model needs from the context once,
 ``decode_targets`` predicts any number of targets from it, and ``predict_streamed`` does both
 with the targets in chunks, so peak memory is bounded by a chunk, not by ``n_tgt``. A model
@@ -23,7 +30,7 @@ import torch
 from torch import nn
 from torch.distributions import Distribution, Normal
 
-from ..batch import Batch, target_mean
+from ..batch import Batch, check_mask, observed_score, partly_missing
 from ..likelihoods import HeadHyper, likelihood_head  # noqa: F401 (the models' head options)
 from ..validation import validate_inputs
 from .sizes import size_problem
@@ -80,10 +87,12 @@ def register_preset(model: str, preset: str, **hyper) -> None:
 class NeuralProcess(nn.Module):
     """Maps ``(xc, yc, xt)`` to a predictive distribution over ``yt``.
 
-    Call as ``model(xc, yc, xt, mask_c=None)`` with ``xc [batch, n_ctx, dim_x]``,
+    Call as ``model(xc, yc, xt, mask_c=None, mask_yc=None)`` with ``xc [batch, n_ctx, dim_x]``,
     ``yc [batch, n_ctx, dim_y]``, ``xt [batch, n_tgt, dim_x]``, ``mask_c [batch, n_ctx]`` (bool,
-    True = observed). Returns a ``torch.distributions.Distribution`` whose ``mean``/``stddev``
-    are ``[batch, n_tgt, dim_y]``.
+    True = observed), ``mask_yc [batch, n_ctx, dim_y]`` (bool, True = an observed output; a
+    missing one may hold anything in ``yc``, NaN included; only for a model that reads missing
+    outputs). Returns a ``torch.distributions.Distribution`` whose ``mean``/``stddev`` are
+    ``[batch, n_tgt, dim_y]``.
     """
 
     name: ClassVar[str] = "base"
@@ -147,6 +156,21 @@ class NeuralProcess(nn.Module):
         return None
 
     @classmethod
+    def missing_outputs_support(cls) -> str:
+        """How the model reads a context whose points miss some outputs (``mask_yc``):
+        ``"always"`` (per-output masks: ``gp``, ``context-moments``), ``"option"`` (when built
+        with ``missing_outputs=True``) or ``""`` (not at all)."""
+        return ""
+
+    @property
+    def reads_missing_outputs(self) -> bool:
+        """Whether this model, as built, reads a context with missing outputs."""
+        support = self.missing_outputs_support()
+        return support == "always" or (
+            support == "option" and bool(getattr(self.hyper, "missing_outputs", False))
+        )
+
+    @classmethod
     def supports(cls, dim_x: int, dim_y: int) -> bool:
         """Whether the model can be built for ``dim_x`` inputs and ``dim_y`` outputs."""
         return cls.unsupported_dims(dim_x, dim_y) is None
@@ -192,9 +216,11 @@ class NeuralProcess(nn.Module):
         yc: torch.Tensor,
         xt: torch.Tensor,
         mask_c: torch.Tensor | None = None,
+        mask_yc: torch.Tensor | None = None,
     ) -> Distribution:
+        yc, mask_yc = self._observed_outputs(yc, mask_yc)
         xc, yc, xt, mask_c = self._validate(xc, yc, xt, mask_c)
-        return self._predict(xc, yc, xt, mask_c)
+        return self._predict(xc, yc, xt, _per_output(mask_c, mask_yc, yc))
 
     def _predict(self, xc, yc, xt, mask_c) -> Distribution:
         """The prediction for validated inputs: by default, the targets decoded from the
@@ -208,13 +234,41 @@ class NeuralProcess(nn.Module):
         device = ref.device if ref is not None else None
         return validate_inputs(xc, yc, xt, mask_c, self.dim_x, self.dim_y, dtype, device)
 
+    def _observed_outputs(self, yc, mask_yc) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """``yc`` with 0 at its missing outputs and ``mask_yc``: None where nothing is missing
+        (then the call is the one without a mask, bit for bit); a ``ValueError`` where some
+        is and the model does not read missing outputs."""
+        if mask_yc is None or not isinstance(yc, torch.Tensor):
+            return yc, mask_yc  # validation names a yc that is not a tensor
+        check_mask(mask_yc, tuple(yc.shape), "mask_yc")
+        if not partly_missing(mask_yc):
+            return yc, None
+        self.refuse_missing_outputs(mask_yc)
+        mask_yc = mask_yc.to(yc.device)
+        return torch.where(mask_yc, yc, torch.zeros((), dtype=yc.dtype, device=yc.device)), mask_yc
+
+    def refuse_missing_outputs(self, mask_y: torch.Tensor | None) -> None:
+        """A ``ValueError`` where ``mask_y`` marks a missing output and this model, as built,
+        does not read them (one line: the option to set, or the models that can)."""
+        if self.reads_missing_outputs or not partly_missing(mask_y):
+            return
+        why = missing_outputs_refusal(self)
+        raise ValueError(f"mask_yc: the context has missing output values and {why}")
+
     def encode_context(
-        self, xc: torch.Tensor, yc: torch.Tensor, mask_c: torch.Tensor | None = None
+        self,
+        xc: torch.Tensor,
+        yc: torch.Tensor,
+        mask_c: torch.Tensor | None = None,
+        mask_yc: torch.Tensor | None = None,
     ) -> ContextEncoding:
         """Encode a context set once: ``xc [batch, n_ctx, dim_x]``, ``yc [batch, n_ctx,
-        dim_y]``, ``mask_c [batch, n_ctx]``. Pass the result to :meth:`decode_targets`."""
+        dim_y]``, ``mask_c [batch, n_ctx]``, ``mask_yc [batch, n_ctx, dim_y]``. Pass the
+        result to :meth:`decode_targets`."""
+        yc, mask_yc = self._observed_outputs(yc, mask_yc)
         xc, yc, _, mask_c = self._validate(xc, yc, xc[:, :0], mask_c)
-        return ContextEncoding(self.name, xc.shape[0], self._encode_context(xc, yc, mask_c))
+        state = self._encode_context(xc, yc, _per_output(mask_c, mask_yc, yc))
+        return ContextEncoding(self.name, xc.shape[0], state)
 
     def decode_targets(self, context: ContextEncoding, xt: torch.Tensor) -> Distribution:
         """Predict targets ``xt [batch, n_tgt, dim_x]`` from :meth:`encode_context`'s result."""
@@ -251,9 +305,11 @@ class NeuralProcess(nn.Module):
         xt: torch.Tensor,
         mask_c: torch.Tensor | None = None,
         chunk_size: int = 16384,
+        mask_yc: torch.Tensor | None = None,
     ) -> Normal:
-        """``model(xc, yc, xt, mask_c)`` with the context encoded once and the targets decoded
-        ``chunk_size`` at a time, so memory does not grow with ``n_tgt`` beyond the output.
+        """``model(xc, yc, xt, mask_c, mask_yc=mask_yc)`` with the context encoded once and the
+        targets decoded ``chunk_size`` at a time, so memory does not grow with ``n_tgt`` beyond
+        the output.
 
         Call it under ``torch.no_grad()`` (or ``inference_mode``) for bounded memory: with
         gradients on, every chunk's graph is kept. Needs a model whose targets are
@@ -268,7 +324,7 @@ class NeuralProcess(nn.Module):
                 f"{self.name}: {why} (not independent Normals per target), so targets cannot "
                 "be decoded in chunks; call the model on all targets at once"
             )
-        context = self.encode_context(xc, yc, mask_c)
+        context = self.encode_context(xc, yc, mask_c, mask_yc)
         parts = [self.decode_targets(context, part) for part in xt.split(chunk_size, dim=1)]
         if len(parts) == 1:
             return parts[0]
@@ -280,34 +336,78 @@ class NeuralProcess(nn.Module):
 
     def predict_batch(self, batch: Batch) -> Distribution:
         """Predict for a :class:`~tnpx.batch.Batch` (models may use ``batch.info``)."""
-        return self(batch.xc, batch.yc, batch.xt, mask_c=batch.mask_c)
+        return self(batch.xc, batch.yc, batch.xt, mask_c=batch.mask_c, mask_yc=batch.mask_yc)
 
     def log_likelihood(self, batch: Batch, pred: Distribution | None = None) -> torch.Tensor:
         """Per-task LL per target point ``[batch]``: ``log_prob`` summed over output
         dimensions, averaged over targets (over the real ones where ``batch.mask_t`` marks
-        padding). ``pred`` (this model's prediction for ``batch``) saves a forward pass.
-        Models whose targets are not independent given the context (latent-variable NPs)
-        override this with their joint estimate divided by ``n_tgt``."""
+        padding). Where ``batch.mask_yt`` marks missing target outputs, a target's sum runs
+        over its observed outputs and the mean over targets with at least one
+        (:func:`~tnpx.batch.observed_score`). ``pred`` (this model's prediction for
+        ``batch``) saves a forward pass. Models whose targets are not independent given the
+        context (latent-variable NPs) override this with their joint estimate divided by
+        ``n_tgt``."""
         if batch.yt is None:
             raise ValueError("batch.yt is None: the log-likelihood needs target outputs")
+        self.refuse_missing_outputs(batch.mask_yc)  # also where predict_batch is overridden
         pred = self.predict_batch(batch) if pred is None else pred
-        return target_mean(pred.log_prob(batch.yt).sum(-1), batch.mask_t)
+        return observed_score(pred.log_prob(batch.yt), batch.mask_t, batch.mask_yt)
 
     def refuse_target_mask(self, batch: Batch) -> None:
         """For an override of :meth:`log_likelihood` or :meth:`training_loss` that cannot
-        leave padded targets out (a joint score over the targets, targets that feed later
-        ones): a ``ValueError`` where ``batch.mask_t`` marks any, rather than scoring them."""
+        leave padded targets or missing target outputs out (a joint score over the targets,
+        targets that feed later ones): a ``ValueError`` where ``batch.mask_t`` or
+        ``batch.mask_yt`` marks any (or ``batch.mask_yc`` a missing context output the model
+        does not read), rather than scoring them."""
         if batch.mask_t is not None and not bool(batch.mask_t.all()):
             raise ValueError(
                 f"{self.name} does not support target masks (batch.mask_t) yet: its score "
                 "would count the padded targets; use a model such as tnp, or tasks with equal "
                 "numbers of targets"
             )
+        if partly_missing(batch.mask_yt):
+            raise ValueError(
+                f"{self.name} cannot leave missing target outputs (batch.mask_yt) out of its "
+                f"score; models that can, with model.missing_outputs=true: "
+                f"{', '.join(missing_outputs_models())}"
+            )
+        self.refuse_missing_outputs(batch.mask_yc)
 
     def training_loss(self, batch: Batch) -> torch.Tensor:
         """The scalar that training minimises: by default the negative LL per target point,
         averaged over tasks. Latent-variable models override it (ELBO, importance-weighted)."""
         return -self.log_likelihood(batch).mean()
+
+
+def _per_output(
+    mask_c: torch.Tensor | None, mask_yc: torch.Tensor | None, yc: torch.Tensor
+) -> torch.Tensor | None:
+    """The context mask a model reading missing outputs receives: ``mask_c [batch, n_ctx]``
+    where nothing is missing, else ``[batch, n_ctx, dim_y]``, False at missing outputs and
+    at padding."""
+    if mask_yc is None:
+        return mask_c
+    mask_yc = mask_yc.to(yc.device)
+    return mask_yc if mask_c is None else mask_yc & mask_c[..., None]
+
+
+def missing_outputs_models() -> list[str]:
+    """The registered models that read missing outputs when built with
+    ``missing_outputs=True``."""
+    return [n for n in list_models() if REGISTRY[n].missing_outputs_support() == "option"]
+
+
+def missing_outputs_refusal(model: NeuralProcess) -> str:
+    """Why ``model`` does not read missing output values, and what to do (a clause)."""
+    models = ", ".join(missing_outputs_models())
+    if model.missing_outputs_support() == "option":
+        return (
+            f"{model.name} was built without missing_outputs: set model.missing_outputs=true "
+            f"(build_model(..., missing_outputs=True); models that take it: {models})"
+        )
+    return (
+        f"{model.name} cannot read them: use a model that can, with missing_outputs=true ({models})"
+    )
 
 
 def hyper_names(cls: type[NeuralProcess]) -> list[str]:

@@ -15,6 +15,11 @@ covariance with any other row. A padded context is thus the unpadded one up to f
 and a task with no observed point keeps its initial hyper-parameters (zero gradient), so its
 prediction is the prior under them. Computed in float64.
 
+Missing outputs. The observed flag is per output: a context point missing an output (``mask_yc``
+of a call, :meth:`_FittedGP.predict_partial`) is a masked row of that output's GP alone, so
+``gp`` fits each output on the context points where it is observed (``mt-gp`` likewise, its
+rows being (point, output) pairs).
+
 Gradients. The hyper-parameters are fit on detached copies of the context (the fit's Adam
 steps must not walk back into the caller's graph), then the posterior is computed on the
 inputs themselves at the fitted hyper-parameters, held fixed; so inputs may require grad. A
@@ -36,7 +41,6 @@ import torch
 from torch.distributions import Normal
 
 from ..extras import require
-from ..validation import validate_inputs
 from .base import NeuralProcess, register
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -83,6 +87,10 @@ class _FittedGP(NeuralProcess):
     translation_equivariant = True  # stationary kernel; inputs are centred on the context
     rotation_equivariant = False  # one lengthscale per input axis (ARD)
     multitask: bool = False
+
+    @classmethod
+    def missing_outputs_support(cls) -> str:
+        return "always"  # an observed flag per (point, output) row
 
     def __init__(self, dim_x: int, dim_y: int, hyper: GPFitHyper):
         _gpytorch_half(f"model {self.name!r}")  # without GPyTorch: one line naming the extra
@@ -144,9 +152,6 @@ class _FittedGP(NeuralProcess):
             gp.condition_differentiably(rows, y)
         return gp, centre
 
-    def _condition(self, xc, yc, xt, observed) -> Normal:
-        return self._decode_targets(self._encode_context(xc, yc, observed), xt)
-
     def _encode_context(self, xc, yc, observed):
         """Fit the hyper-parameters once; streamed target chunks reuse the fitted GPs."""
         if xc.shape[0] == 0:
@@ -172,18 +177,13 @@ class _FittedGP(NeuralProcess):
     def predict_partial(self, xc, yc, xt, observed: torch.Tensor) -> Normal:
         """Predict from context points whose outputs are partly observed: ``observed``
         ``[B, Nc, Dy]`` (bool, True = observed); unobserved entries of ``yc`` may hold anything.
-        Otherwise as calling the model."""
+        The model called with ``mask_yc=observed``."""
         if not isinstance(observed, torch.Tensor) or observed.dtype != torch.bool:
             raise ValueError("observed: expected a bool tensor shaped like yc")
         if not isinstance(yc, torch.Tensor) or observed.shape != yc.shape:
             got = tuple(yc.shape) if isinstance(yc, torch.Tensor) else type(yc).__name__
             raise ValueError(f"observed: expected shape {got} (that of yc), got {observed.shape}")
-        ref = self._reference()
-        yc = torch.where(observed, yc, torch.zeros((), dtype=yc.dtype, device=yc.device))
-        xc, yc, xt, _ = validate_inputs(
-            xc, yc, xt, observed.any(-1), self.dim_x, self.dim_y, ref.dtype, ref.device
-        )
-        return self._condition(xc, yc, xt, observed)
+        return self(xc, yc, xt, mask_yc=observed)
 
 
 @register("gp")

@@ -9,6 +9,9 @@ The moments are shrunk towards N(0, 1), the distribution every protocol standard
 outputs to, by ``prior_weight`` pseudo-observations: mean = sum(y) / (n + w) and second moment
 (sum(y^2) + w) / (n + w). So one context point, or several identical ones, do not give a zero
 variance, and an empty context predicts N(0, 1). Nothing is trained.
+
+Missing outputs (``mask_yc``) are read per output: each output's moments are those of the
+context points where it is observed.
 """
 
 from __future__ import annotations
@@ -51,15 +54,23 @@ class ContextMoments(NeuralProcess):
     translation_equivariant = True  # ignores the inputs altogether
     rotation_equivariant = True
 
+    @classmethod
+    def missing_outputs_support(cls) -> str:
+        return "always"  # per-output moments
+
     def __init__(self, dim_x: int, dim_y: int, hyper: ContextMomentsHyper):
         super().__init__(dim_x, dim_y, hyper)
         self._anchor_dtype()
 
     def _encode_context(self, xc, yc, mask_c) -> Moments:
-        """The context outputs' shrunk ``mean`` and ``std``, each ``[batch, 1, dim_y]``."""
-        weight = torch.ones_like(yc[..., :1]) if mask_c is None else mask_c[..., None].to(yc)
+        """The context outputs' shrunk ``mean`` and ``std``, each ``[batch, 1, dim_y]``;
+        ``mask_c`` is ``[batch, n_ctx]`` or, per output, ``[batch, n_ctx, dim_y]``."""
+        if mask_c is None:
+            weight = torch.ones_like(yc[..., :1])
+        else:
+            weight = (mask_c if mask_c.dim() == 3 else mask_c[..., None]).to(yc)
         w = self.hyper.prior_weight
-        n = weight.sum(1, keepdim=True) + w  # [batch, 1, 1]
+        n = weight.sum(1, keepdim=True) + w  # [batch, 1, 1], or [batch, 1, dim_y] per output
         mean = (weight * yc).sum(1, keepdim=True) / n
         second = ((weight * yc.square()).sum(1, keepdim=True) + w) / n
         # second - mean^2 >= w / n * (1 - w / n) > 0 in exact arithmetic; clamp rounding.

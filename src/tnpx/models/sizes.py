@@ -29,6 +29,24 @@ ZERO_ALLOWED = frozenset(
 # Sizes not named dim_* / n_*.
 OTHER_SIZES = frozenset({"chunk_elements", "kernel_size", "rank", "grid_points"})
 
+# Small sizes for models built in milliseconds (the test suite's; benchmarks/input_bound.py's
+# "small" row): pass ``options_taken(name, SMALL_SIZES)`` (tnpx.models.base), which keeps the
+# options a model has. For smoke runs, not for models to use.
+SMALL_SIZES = {
+    "dim_model": 32,
+    "n_layers": 2,
+    "n_heads": 2,
+    "dim_head": 8,
+    "dim_ff": 32,
+    "n_pseudo": 4,
+    "n_features": 8,
+    "points_per_unit": 16,  # convcnp grid density
+    "kernel_size": 5,  # convcnp
+    "dim_latent": 16,  # latent NPs
+    "rank": 4,  # tnp-nd covariance rank
+    "n_iterations": 20,  # fitted GP baselines (gp, mt-gp): Adam steps per call, not a size
+}
+
 
 def _takes_int(hint) -> bool:
     return hint is int or int in typing.get_args(hint)

@@ -58,7 +58,13 @@ class _TNP(TransformerNP):
         h = self.hyper
         check_option("tokens", h.tokens, [k for k in TOKEN_KINDS if k != "y-only"])
         return TokenEmbedder(
-            h.tokens, self.dim_x, self.dim_y, h.dim_model, h.dim_model, h.n_embed_hidden
+            h.tokens,
+            self.dim_x,
+            self.dim_y,
+            h.dim_model,
+            h.dim_model,
+            h.n_embed_hidden,
+            missing_outputs=h.missing_outputs,
         )
 
     def _attention(self, layer: int) -> nn.Module:

@@ -18,6 +18,14 @@ of its ``Hyper``, or class attributes for a model whose ``Hyper`` does not take 
 (TNP-KR, HyperMixNP). The context is encoded once (:meth:`_encode_context`: the prepared keys
 of every layer) and targets are decoded against it (:meth:`_decode_targets`), so the one-shot
 forward and streamed prediction are one computation. Registers no model itself.
+
+``missing_outputs`` (a :class:`TransformerHyper` field, default False) lets a model read a
+context whose points miss some outputs (``mask_yc``, a user's table with gaps): context tokens
+read ``[x, y * m, m]`` (``m`` the observed mask, :class:`~tnpx.nn.TokenEmbedder`), targets
+zeros there, and a point missing every output is left out of the keys. Off, tokens are as
+before, so earlier checkpoints load and predict bit for bit. Models whose tokens are not
+``TokenEmbedder``'s (``inc-tnp``'s buffer tokens) or whose joint score cannot leave single
+outputs out (``tnp-nd``) refuse it.
 """
 
 from __future__ import annotations
@@ -39,7 +47,7 @@ from ..nn import (
     TwoStreamStack,
     check_option,
 )
-from .base import HeadHyper, NeuralProcess, likelihood_head
+from .base import HeadHyper, NeuralProcess, hyper_names, likelihood_head, missing_outputs_models
 
 NORMS = ("pre", "post")
 
@@ -75,6 +83,7 @@ class TransformerHyper(TransformerSizes):
     targets_read: str = "input"  # input | updated: what context a layer's targets attend to
     norm: str = "pre"  # pre | post: LayerNorm before attention / FF, or after each residual
     dim_decoder_hidden: int | None = None  # decoder MLP width; None: dim_model
+    missing_outputs: bool = False  # context tokens [x, y * m, m]: read missing outputs
 
 
 @dataclass
@@ -111,11 +120,35 @@ class TransformerNP(NeuralProcess):
         d = hyper.dim_model
         self.likelihood = likelihood_head(hyper, dim_y)
         self.embed = self._embedder()
+        self._check_missing_outputs()
         share_weights, targets_read = self._structure()
         self.stack = self.stack_class(self._block, hyper.n_layers, share_weights, targets_read)
         self.norm = nn.LayerNorm(d, eps=self.norm_eps) if self.final_norm else None
         self.decoder = self._decoder()
         self.uses_locations = self.stack.blocks[0].uses_locations
+
+    @classmethod
+    def missing_outputs_support(cls) -> str:
+        # buffer tokens (inc-tnp) have no mask channels; a joint score (tnp-nd) cannot drop
+        # single outputs
+        if cls.buffered_sampling or cls.predicts_jointly:
+            return ""
+        return "option" if "missing_outputs" in hyper_names(cls) else ""
+
+    def _check_missing_outputs(self) -> None:
+        """A ``ValueError`` where ``missing_outputs`` is asked of a model that cannot have it."""
+        if not getattr(self.hyper, "missing_outputs", False):
+            return
+        if self.predicts_jointly:
+            why = "its joint Gaussian cannot leave single outputs out of its score"
+        elif not getattr(self.embed, "missing_outputs", False):
+            why = "its tokens have no observed-mask channels"
+        else:
+            return
+        raise ValueError(
+            f"{self.name} cannot take missing_outputs: {why}; models that can: "
+            f"{', '.join(missing_outputs_models())}"
+        )
 
     # -- parts (override where a paper differs) --------------------------------------------
     def _structure(self) -> tuple[bool, str]:
@@ -142,7 +175,13 @@ class TransformerNP(NeuralProcess):
     def _embedder(self) -> TokenEmbedder:
         h = self.hyper
         return TokenEmbedder(
-            self.tokens, self.dim_x, self.dim_y, h.dim_model, h.dim_model, h.n_embed_hidden
+            self.tokens,
+            self.dim_x,
+            self.dim_y,
+            h.dim_model,
+            h.dim_model,
+            h.n_embed_hidden,
+            missing_outputs=getattr(h, "missing_outputs", False),
         )
 
     def _attention(self, layer: int) -> nn.Module:
@@ -179,15 +218,24 @@ class TransformerNP(NeuralProcess):
             and not self.uses_locations
         )
 
+    def _context_tokens(self, xc, yc, mask_c) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Context tokens ``[b, n_ctx, d]`` and the keys' mask ``[b, n_ctx]``. A per-output
+        ``mask_c [b, n_ctx, dim_y]`` (missing outputs, :mod:`tnpx.models.base`) goes to the
+        tokens; the keys are the points with any output observed."""
+        if mask_c is None or mask_c.dim() == 2:
+            return self.embed.context(xc, yc), mask_c
+        return self.embed.context(xc, yc, mask_c), mask_c.any(-1)
+
     def _predict(self, xc, yc, xt, mask_c):
         if self.uses_masked_joint:
-            zc, zt = self.embed.context(xc, yc), self.embed.targets(xt)
-            return self.head(self.stack.masked_joint(zc, zt, mask_c))
+            zc, mask_c = self._context_tokens(xc, yc, mask_c)
+            return self.head(self.stack.masked_joint(zc, self.embed.targets(xt), mask_c))
         return super()._predict(xc, yc, xt, mask_c)
 
     def _encode_context(self, xc, yc, mask_c) -> StackState:
         x = xc if self.uses_locations else None
-        return StackState(self.stack.encode(self.embed.context(xc, yc), mask_c, x))
+        zc, mask_c = self._context_tokens(xc, yc, mask_c)
+        return StackState(self.stack.encode(zc, mask_c, x))
 
     def _decoded(self, state: StackState, xt: torch.Tensor) -> torch.Tensor:
         """Target tokens after the stack ``[b, n_tgt, d]`` (what the decoder reads; TNP-ND's

@@ -12,6 +12,11 @@ One MLP embeds both kinds of token; what it is given decides the model family:
 - ``"y-only"`` (TE-TNP, TE-PT-TNP): context ``[y, 0]``, every target ``[0, 1]``: no input
   location enters a token, so locations reach the model only through relative positions
   (translation equivariance).
+
+With ``missing_outputs`` (a context whose points may miss some outputs: a user's table with
+gaps), a context point's ``y`` becomes ``[y * m, m]``, ``m`` its observed mask as floats (the
+density channel of ConvCNP's set convolution), and a target's zeros widen to match: a missing
+value enters as "not observed", never as a value of 0. Without it, the tokens are as above.
 """
 
 from __future__ import annotations
@@ -34,20 +39,35 @@ class TokenEmbedder(nn.Module):
         dim_x, dim_y: input and output dimensions.
         dim_model: token width.
         dim_hidden, n_hidden: the MLP's hidden width and number of hidden layers.
+        missing_outputs: context values as ``[y * m, m]`` (module docstring).
     """
 
     def __init__(
-        self, kind: str, dim_x: int, dim_y: int, dim_model: int, dim_hidden: int, n_hidden: int
+        self,
+        kind: str,
+        dim_x: int,
+        dim_y: int,
+        dim_model: int,
+        dim_hidden: int,
+        n_hidden: int,
+        missing_outputs: bool = False,
     ):
         super().__init__()
         check_option("tokens", kind, TOKEN_KINDS)
         self.kind, self.dim_x, self.dim_y = kind, dim_x, dim_y
+        self.missing_outputs = missing_outputs
+        self.dim_values = 2 * dim_y if missing_outputs else dim_y  # [y * m, m] or y
         has_flag = kind != "plain"
-        dim_in = (0 if kind == "y-only" else dim_x) + dim_y + int(has_flag)
+        dim_in = (0 if kind == "y-only" else dim_x) + self.dim_values + int(has_flag)
         self.mlp = MLP(dim_in, dim_model, dim_hidden, n_hidden)
 
-    def context(self, xc: torch.Tensor, yc: torch.Tensor) -> torch.Tensor:
-        """xc ``[b, n_ctx, dim_x]``, yc ``[b, n_ctx, dim_y]`` -> ``[b, n_ctx, dim_model]``."""
+    def context(
+        self, xc: torch.Tensor, yc: torch.Tensor, observed: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """xc ``[b, n_ctx, dim_x]``, yc ``[b, n_ctx, dim_y]`` -> ``[b, n_ctx, dim_model]``;
+        ``observed [b, n_ctx, dim_y]`` (bool, True = observed; None: all are) needs
+        ``missing_outputs``."""
+        yc = self._values(yc, observed)
         if self.kind == "y-only":
             return self.mlp(torch.cat([yc, yc.new_zeros(*yc.shape[:2], 1)], -1))
         if self.kind == "plain":
@@ -59,12 +79,27 @@ class TokenEmbedder(nn.Module):
         """xt ``[b, n_tgt, dim_x]`` -> ``[b, n_tgt, dim_model]``."""
         b, n_tgt, _ = xt.shape
         if self.kind == "y-only":  # one token for every target: computed once, expanded
-            flag = torch.cat([xt.new_zeros(1, 1, self.dim_y), xt.new_ones(1, 1, 1)], -1)
+            flag = torch.cat([xt.new_zeros(1, 1, self.dim_values), xt.new_ones(1, 1, 1)], -1)
             return self.mlp(flag).expand(b, n_tgt, -1)
-        parts = [xt, xt.new_zeros(b, n_tgt, self.dim_y)]
+        parts = [xt, xt.new_zeros(b, n_tgt, self.dim_values)]
         if self.kind != "plain":
             parts.append(xt.new_full((b, n_tgt, 1), float(self.kind == "target-flagged")))
         return self.mlp(torch.cat(parts, -1))
+
+    def _values(self, yc: torch.Tensor, observed: torch.Tensor | None) -> torch.Tensor:
+        """What a context token reads of ``yc``: ``[y * m, m]`` with ``missing_outputs``."""
+        if not self.missing_outputs:
+            if observed is not None:
+                raise ValueError(
+                    "observed: this TokenEmbedder reads every output (build it with "
+                    "missing_outputs=True to pass an observed mask)"
+                )
+            return yc
+        if observed is None:
+            return torch.cat([yc, torch.ones_like(yc)], -1)
+        # where, not a product: a missing value may be anything, NaN included
+        values = torch.where(observed, yc, torch.zeros((), dtype=yc.dtype, device=yc.device))
+        return torch.cat([values, observed.to(yc.dtype)], -1)
 
 
 class BufferTokens(nn.Module):

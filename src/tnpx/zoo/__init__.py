@@ -3,9 +3,9 @@
 Each model is a checkpoint ``NAME.pt`` (weights + the experiment config it was trained with,
 so :func:`tnpx.predict` knows its training domain) and a card ``NAME.json``: what data it was
 trained on, the config and command that trained it, the hardware and time, and its held-out
-evaluation (LL per target, the GP oracle's on the same tasks, the gap). ``benchmarks/
-pretrained.py`` trains, evaluates and packages them (``--ship`` packages the v2 long runs);
-``tnpx models --pretrained`` lists them.
+evaluation (LL per target, the GP oracle's on the same tasks, the gap). The repository's
+``python -m experiments.pretrained`` trains, evaluates and packages them (``--ship`` packages
+the v2 long runs); ``tnpx models --pretrained`` lists them.
 
 Models are looked up in this package's folder first, then in the folders named by the
 environment variable ``TNPX_ZOO`` (``os.pathsep``-separated), where a model shipped into
@@ -111,7 +111,7 @@ def _folder(name: str) -> Path:
 
 def trained_on_composite(card: dict) -> bool:
     """Whether a card's model trained on the composite prior (its ``trained_on`` sentence,
-    written by ``benchmarks/pretrained_ship.trained_on``, then reads "a mixture")."""
+    written by ``experiments/pretrained_ship.trained_on``, then reads "a mixture")."""
     return "a mixture" in card["trained_on"]
 
 

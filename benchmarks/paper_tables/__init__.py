@@ -1,1 +1,0 @@
-"""The papers' model × column tables (used by benchmarks/kr_tables.py)."""

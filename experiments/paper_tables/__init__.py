@@ -1,0 +1,1 @@
+"""The papers' model × column tables (used by experiments/kr_tables.py)."""

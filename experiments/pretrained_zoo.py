@@ -1,0 +1,351 @@
+"""The 1D zoo in one report (issue 20): every ``gp1d-*`` card in ``src/tnpx/zoo/``, today's and
+the v2 long runs', on the single-kernel prior (a) and the composite prior (b) against the GP
+oracle; the part of each gap that no model can remove (``bayes-reference.json``,
+:mod:`experiments.pretrained_bayes`); and zero-shot on measured series beside a GP fitted per
+series (for each model the newest ``real-series*.json`` that scored it,
+:mod:`experiments.pretrained_real`).
+
+    python -m experiments.pretrained --report      # results/pretrained/zoo.{md,json}
+
+The scores are the cards' own (each card names the command and commit that produced it),
+except prior (b) for cards that predate it (today's zoo): those are computed here, on the same
+test tasks as the v2 cards'.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from experiments.pretrained_bayes import shortfalls
+from experiments.pretrained_eval import KERNELS, ROOT, composite_score, experiment
+from experiments.pretrained_real_report import GP
+from experiments.pretrained_ship import TARGET_GAP, V2, _relative, real_series_summary, shipped_run
+from tnpx.checkpoint import load
+from tnpx.runs import run_status
+from tnpx.train_state import last_checkpoint
+from tnpx.zoo import trained_on_composite
+
+REPORT = "zoo"  # results/pretrained/zoo.{md,json,png}
+
+
+def zoo_cards(zoo: Path) -> dict[str, dict]:
+    """The ``gp1d-*`` cards of ``zoo`` by name, today's before v2 (each sorted by name)."""
+    paths = sorted(zoo.glob("gp1d-*.json"), key=lambda p: (p.stem in V2, p.stem))
+    return {p.stem: json.loads(p.read_text()) for p in paths}
+
+
+def with_composite(cards: dict[str, dict], zoo: Path) -> dict[str, dict]:
+    """``cards`` with prior (b) scored for those that lack it, on as many test batches as the
+    cards that have it (else 64); each such entry marked ``"computed_here": True``."""
+    n_tasks = [c["eval_composite"]["n_tasks"] for c in cards.values() if "eval_composite" in c]
+    out = {}
+    for name, card in cards.items():
+        if "eval_composite" not in card:
+            path = zoo / f"{name}.pt"
+            n_batches = n_tasks[0] // card["batch_size"] if n_tasks else 64
+            entry = composite_score(load(path).eval(), experiment(path), n_batches)
+            card = {**card, "eval_composite": {**entry, "computed_here": True}}
+        out[name] = card
+    return out
+
+
+def unshipped(zoo: Path, runs: Path) -> list[str]:
+    """Lines for the v2 runs without a card in ``zoo``: how far each has trained."""
+    lines = []
+    for name in V2:
+        if (zoo / f"{name}.json").exists():
+            continue
+        folder = runs / shipped_run(name)
+        if not last_checkpoint(folder).exists():
+            lines.append(f"- `{name}`: not shipped; its long run has no checkpoint yet.")
+            continue
+        st = run_status(folder)
+        lines.append(
+            f"- `{name}`: not shipped; its long run (`{_relative(folder)}`) is at step "
+            f"{st.steps_done:,} of {st.steps_total:,}, and only a finished run is shipped."
+        )
+    return lines
+
+
+def _pm(entry: dict, key: str = "gap") -> str:
+    return f"{entry[key]:.3f} ± {entry[f'{key}_se']:.3f}"
+
+
+def _safe(card: dict) -> str:
+    """A card's safe range, hard limit (context widths) and its lowest 95 % coverage within
+    one width beyond the context (``experiments/pretrained_safe_range.py``)."""
+    sr = card.get("safe_range")
+    if not sr:
+        return "not measured | — | —"
+    near = [b["coverage95"] for b in sr["profile"] if b["n"] and 0 < b["high"] <= 1.0]
+    return f"{sr['widths']:g} | {sr['hard_limit']:g} | {min(near):.3f}"
+
+
+def summary_rows(cards: dict[str, dict]) -> list[str]:
+    rows = [
+        "| name | model | params | trained on | steps (batch) | train time | (a) LL | (a) gap "
+        f"| goal ≤ {TARGET_GAP} | (a) 95% cov. | (b) LL | (b) gap | safe range | hard limit "
+        "| far cov. | card |",
+        "|" + " --- |" * 16,
+    ]
+    for name, c in cards.items():
+        a, b = c["eval"], c["eval_composite"]
+        seconds = c.get("train_s_total", c.get("train_s"))
+        hours = f"{seconds / 3600:.1f} h" if seconds else "—"
+        steps = " + ".join(f"{st['steps']:,}" for st in [*c.get("stages", []), c])
+        met = "met" if a["gap"] <= TARGET_GAP else f"missed by {a['gap'] - TARGET_GAP:.3f}"
+        here = " *" if b.get("computed_here") else ""
+        prior = "composite" if trained_on_composite(c) else "single-kernel"
+        rows.append(
+            f"| `{name}` | {c['model']} | {c['params']:,} | {prior} | {steps} "
+            f"({c['batch_size']}) | {hours} | {_pm(a, 'll')} | {_pm(a)} | {met} | "
+            f"{a['coverage95']:.3f} | {_pm(b, 'll')} | {_pm(b)}{here} | {_safe(c)} | "
+            f"`{c['commit']}` |"
+        )
+    return rows
+
+
+def kernel_rows(cards: dict[str, dict], bayes: dict | None) -> list[str]:
+    rows = ["| name | " + " | ".join(KERNELS) + " |", "|" + " --- |" * (len(KERNELS) + 1)]
+    for name, c in cards.items():
+        cells = " | ".join(_pm(c["per_kernel"][k]) for k in KERNELS)
+        rows.append(f"| `{name}` | {cells} |")
+    if bayes is not None:
+        cells = " | ".join(_pm(bayes["per_kernel"][k]) for k in KERNELS)
+        n = bayes["per_kernel"][KERNELS[0]]["n_tasks"]
+        rows.append(f"| irreducible (Bayes average, {n} tasks each) | {cells} |")
+    return rows
+
+
+def shipped_after(card: dict | None, bayes: dict) -> bool:
+    """Whether a card's weights were shipped after the Bayes split was computed (its commit is
+    not an ancestor of the split's): the split's row is then of the model's earlier weights."""
+    import subprocess
+
+    if not card:
+        return False
+    ours, theirs = card["commit"].split("+")[0], bayes["commit"].split("+")[0]
+    try:
+        done = subprocess.run(
+            ["git", "merge-base", "--is-ancestor", ours, theirs], cwd=ROOT, capture_output=True
+        )
+    except OSError:
+        return False
+    return done.returncode == 1  # 0: an ancestor; 1: not; other: unknown (say nothing)
+
+
+def split_rows(bayes: dict, cards: dict[str, dict] | None = None) -> list[str]:
+    """Each model the Bayes reference scored: its gap = irreducible + its own shortfall (†: of
+    weights shipped before the card's, :func:`shipped_after`)."""
+    e = bayes["eval"]
+    rows = [
+        "| name | gap | irreducible | own shortfall | interpolating | extrapolating | periodic |",
+        "|" + " --- |" * 7,
+    ]
+    for name, m in e["models"].items():
+        inter, extra, periodic = shortfalls(bayes, name)
+        mark = " †" if shipped_after((cards or {}).get(name), bayes) else ""
+        rows.append(
+            f"| `{name}`{mark} | {_pm(m)} | {_pm(e)} | {_pm(m, 'shortfall')} | {inter:.3f} | "
+            f"{extra:.3f} | {periodic:.3f} |"
+        )
+    return rows
+
+
+def _sig3(x: float) -> str:
+    """Three significant digits, trailing zeros kept (14.0, 0.520), whole numbers from 100."""
+    return f"{x:.0f}" if abs(x) >= 100 else f"{x:#.3g}"
+
+
+def real_rows(scored: dict[str, dict], kind: str) -> list[str]:
+    """RMSE and NLL per series of ``kind`` for each model of ``scored`` (name ->
+    :func:`real_series_summary`), and the fitted GP (from the first), with the GP's latency
+    over the model's."""
+    if not scored:
+        return []
+    names = list(scored)
+    rows = [
+        "| series | "
+        + " | ".join(f"`{n}` RMSE" for n in names)
+        + f" | {GP} RMSE | "
+        + " | ".join(f"`{n}` NLL" for n in names)
+        + f" | {GP} NLL | "
+        + " | ".join(f"GP time / `{n}`" for n in names)
+        + " |",
+        "|" + " --- |" * (3 * len(names) + 3),
+    ]
+    first = scored[names[0]]
+    series = [key.split("/")[0] for key in first if key.endswith(f"/{kind}")]
+    for s in series:
+        key = f"{s}/{kind}"
+        gp = first[key][GP]
+        cells = [_sig3(scored[n][key]["model"]["rmse"][0]) for n in names]
+        cells.append(_sig3(gp["rmse"][0]))
+        cells += [f"{scored[n][key]['model']['nll'][0]:.3f}" for n in names]
+        cells.append(f"{gp['nll'][0]:.3f}")
+        cells += [f"{gp['seconds'] / scored[n][key]['model']['seconds']:.0f}x" for n in names]
+        rows.append(f"| {s} | " + " | ".join(cells) + " |")
+    return rows
+
+
+def reading(cards: dict[str, dict], bayes: dict | None) -> str:
+    best = min(cards, key=lambda n: cards[n]["eval"]["gap"])
+    gap = cards[best]["eval"]["gap"]
+    parts = [
+        f"The closest to the GP oracle on the single-kernel prior is `{best}`, gap {gap:.3f}: "
+        + (
+            f"issue 20's goal (≤ {TARGET_GAP}) is met."
+            if gap <= TARGET_GAP
+            else f"issue 20's goal (≤ {TARGET_GAP}) is missed by {gap - TARGET_GAP:.3f} nats."
+        )
+    ]
+    worst = max(KERNELS, key=lambda k: cards[best]["per_kernel"][k]["gap"])
+    parts.append(
+        f"Its largest gap is on {worst} tasks ({cards[best]['per_kernel'][worst]['gap']:.3f})."
+    )
+    if bayes is not None:
+        e = bayes["eval"]
+        parts.append(
+            f"Of any model's gap, {e['gap']:.3f} ± {e['gap_se']:.3f} is irreducible (the "
+            "Bayes-optimal predictive is that far from the oracle, which knows each task's "
+            f"hyper-parameters); {worst} {bayes['per_kernel'][worst]['gap']:.3f} of it."
+        )
+        if best in e["models"] and not shipped_after(cards[best], bayes):
+            inter, extra, periodic = shortfalls(bayes, best)
+            parts.append(
+                f"The rest is `{best}`'s own shortfall, {e['models'][best]['shortfall']:.3f} on "
+                f"the reference's tasks: {inter:.3f} interpolating, {extra:.3f} extrapolating, "
+                f"{periodic:.3f} on periodic tasks."
+            )
+    return " ".join(parts)
+
+
+def report(
+    cards: dict[str, dict],
+    bayes: dict | None,
+    real: dict[str, dict],
+    pending: list[str],
+    command: str,
+    commit: str,
+) -> str:
+    """The markdown report; ``real``: each model's real-series summary (may be empty)."""
+    first = next(iter(cards.values()))
+    sections = [
+        "# The 1D zoo: today's models and the v2 long runs against the GP oracle",
+        "",
+        "**What**: every 1D model shipped in `src/tnpx/zoo/`, scored against the GP oracle on "
+        f"the same {first['eval']['n_tasks']:,} held-out tasks of each prior: (a) the "
+        "single-kernel prior of today's zoo (five kernels, variance 1) and (b) the v2 zoo's "
+        "composite prior (sums of a trend, a periodic "
+        "component and rough variation, per-task output scale and noise), its composite tasks "
+        "only. Metric: LL per target point (higher is better), mean ± s.e. over tasks; the gap "
+        "is oracle − model, paired over tasks (lower is better). The v2 models are long runs "
+        "(`experiments/long_runs.py`) trained on the composite prior, which contains (a).",
+        "",
+        f"**Command**: `{command}`, commit `{commit}`. The scores are the cards' (`card`: the "
+        "commit whose `python -m experiments.pretrained` or `--ship` wrote it)"
+        + (
+            "; (b) for the cards marked * was computed by this command."
+            if any(c["eval_composite"].get("computed_here") for c in cards.values())
+            else "."
+        ),
+        "",
+        f"**Protocol or budget**: issue 20's goal, a gap ≤ {TARGET_GAP} nats on (a). Not a paper "
+        "experiment: no paper number applies. Training: see each card's `config` and steps.",
+        "",
+        f"**Hardware**: {first['hardware']} (the cards').",
+        "",
+        *summary_rows(cards),
+        *(["", "Not in the zoo:", "", *pending] if pending else []),
+        "",
+        f"Gap to the GP oracle per kernel on (a) (256 tasks each; `{REPORT}.png` draws it):",
+        "",
+        *kernel_rows(cards, bayes),
+    ]
+    if bayes is not None:
+        sections += [
+            "",
+            f"Each gap split on the first {bayes['eval']['n_tasks']:,} of these tasks "
+            f"(`bayes-reference.md`, commit `{bayes['commit']}`): the irreducible part (oracle − "
+            "Bayes average) and the model's own shortfall (average − model), overall, on the "
+            "targets inside and beyond the context's range, and on periodic tasks:",
+            "",
+            *split_rows(bayes, cards),
+        ]
+        if any(shipped_after(cards.get(n), bayes) for n in bayes["eval"]["models"]):
+            sections += [
+                "",
+                "† Re-shipped since the split: the row is of the model's earlier weights (its "
+                "card's gaps above are of today's); `python -m experiments.pretrained_bayes` "
+                "recomputes it.",
+            ]
+    for kind in ("interpolation", "extrapolation"):
+        rows = real_rows(real, kind)
+        if rows:
+            files = sorted({f"`{r['file']}` (commit `{r['commit']}`)" for r in real.values()})
+            sections += [
+                "",
+                f"Zero-shot on measured series, {kind}, against a GP fitted per series (RMSE "
+                "and NLL per target point in the series' units, means over splits; the s.e. "
+                f"and the details in {', '.join(files)}):",
+                "",
+                *rows,
+            ]
+    sections += ["", f"**Reading**: {reading(cards, bayes)}", ""]
+    return "\n".join(sections)
+
+
+def plot_gaps(cards: dict[str, dict], bayes: dict | None, path: Path) -> Path:
+    """Bars: each model's gap to the oracle on (a), overall and per kernel, the irreducible
+    part (Bayes average) as a black tick on each group, and issue 20's goal as a line."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    from tnpx.plot import save_figure
+
+    groups = ["all", *KERNELS]
+    x = np.arange(len(groups))
+    width = 0.8 / len(cards)
+    fig, ax = plt.subplots(figsize=(8, 3.6))
+    for i, (name, c) in enumerate(cards.items()):
+        entries = [c["eval"], *(c["per_kernel"][k] for k in KERNELS)]
+        ax.bar(
+            x - 0.4 + (i + 0.5) * width,
+            [e["gap"] for e in entries],
+            width,
+            yerr=[2 * e["gap_se"] for e in entries],
+            label=name,
+            capsize=2,
+        )
+    if bayes is not None:
+        floor = [bayes["eval"]["gap"], *(bayes["per_kernel"][k]["gap"] for k in KERNELS)]
+        ax.hlines(floor, x - 0.42, x + 0.42, colors="black", label="irreducible (Bayes average)")
+    ax.axhline(TARGET_GAP, color="grey", ls="--", lw=1, label=f"goal ({TARGET_GAP})")
+    ax.set_xticks(x, groups)
+    ax.set_ylabel("gap to the GP oracle (nats per target)")
+    ax.set_title("The 1D zoo on the single-kernel prior (a): lower is better; bars ± 2 s.e.")
+    ax.legend(fontsize=7)
+    return save_figure(fig, path)
+
+
+def write_report(
+    zoo: Path, out: Path, runs: Path, command: str, commit: str
+) -> tuple[Path, dict[str, dict]]:
+    """Write ``out/zoo.md``, ``out/zoo.json`` (the cards as reported) and ``out/zoo.png``
+    (:func:`plot_gaps`); return the report's path and the cards."""
+    cards = with_composite(zoo_cards(zoo), zoo)
+    if not cards:
+        raise ValueError(f"{zoo}: no gp1d-* cards to report")
+    bayes_path = out / "bayes-reference.json"
+    bayes = json.loads(bayes_path.read_text()) if bayes_path.is_file() else None
+    real = {n: r for n in cards if (r := real_series_summary(n, out)) is not None}
+    text = report(cards, bayes, real, unshipped(zoo, runs), command, commit)
+    out.mkdir(parents=True, exist_ok=True)
+    plot_gaps(cards, bayes, out / f"{REPORT}.png")
+    (out / f"{REPORT}.md").write_text(text)
+    (out / f"{REPORT}.json").write_text(json.dumps(cards, indent=1) + "\n")
+    return out / f"{REPORT}.md", cards

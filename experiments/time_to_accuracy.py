@@ -1,0 +1,245 @@
+"""Time to accuracy on KR-1 (issue 34, item 1): how many steps, core-hours and FLOPs a training
+recipe needs to reach the TNP-KR paper's held-out NLL.
+
+A *recipe* is a long run (``experiments/long_runs.py``: a config and overrides, trained in slices
+at one torch thread) on the KR-1 protocol's data; the protocol's own recipe is the exact-protocol
+runs ``kr1-rbf-<model>`` themselves. Each run logs its held-out validation LL (32 fixed batches
+of 32 tasks, split ``val``) every 2,500 steps and its speed every 100 (``metrics.csv``). From
+those this script draws each recipe's curve of validation NLL against
+
+- steps (batches of the run's batch size),
+- core-hours: the logged intervals' steps over their speed, summed (one torch thread = one
+  core; validation time excluded), so a recipe's hours are its own machine's,
+- FLOPs: the steps times one training step's FLOPs, counted by torch's FLOP counter
+  (``torch.utils.flop_counter``) on a forward and backward of the recipe's model over 8 batches
+  of its data (the context size varies by batch) — the same count on any machine,
+
+and writes, per recipe, the first logged point at or below the paper's NLL (or the closest the
+run got), in ``results/time-to-accuracy/`` (README.md, results.json, curves.png).
+
+    python -m experiments.time_to_accuracy             # every recipe with a run folder
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+
+from experiments.long_runs import FOLDER, RUNS
+from tnpx.config import load_config
+from tnpx.data import batch_at, build_sampler
+from tnpx.models import build_model
+from tnpx.provenance import command_line, git_commit, hardware
+from tnpx.runs import read_metrics
+
+# The TNP-KR paper's KR-1 RBF NLL (Table 3; PROTOCOLS.md), per model: the goal.
+PAPER_NLL = {"tnp-d": -0.455, "tnp-kr-full": -0.453, "cnp": 0.238}
+PROTOCOL_STEPS = 100_000  # batches of 32: the goal is a quarter of it
+# recipe -> (long run, model, what differs from the protocol). The protocol: Yogi 1e-3, cosine
+# to 1e-5 over 100,000 steps, batch 32, no warm-up, clip 3.0 (configs/kr1-rbf.yaml).
+RECIPES = {
+    "protocol (tnp-d)": ("kr1-rbf-tnp-d", "tnp-d", "the paper's: Yogi 1e-3, cosine over 100k"),
+    "protocol (tnp-kr-full)": (
+        "kr1-rbf-tnp-kr-full",
+        "tnp-kr-full",
+        "the paper's: Yogi 1e-3, cosine over 100k",
+    ),
+    "protocol (cnp)": ("kr1-rbf-cnp", "cnp", "the paper's: Yogi 1e-3, cosine over 100k"),
+    "lecun-init (cnp)": (
+        "kr1-rbf-cnp-lecun",
+        "cnp",
+        "the protocol's, from Flax's lecun_normal weights (dl4bi's initialisation)",
+    ),
+    "yogi-cosine-25k (tnp-kr-full)": (
+        "tta-kr1-rbf-tnp-kr-full-yogi-25k",
+        "tnp-kr-full",
+        "the protocol's optimiser, its cosine laid out over 25k steps",
+    ),
+    "adamw-warmup-25k (tnp-kr-full)": (
+        "tta-kr1-rbf-tnp-kr-full-adamw-25k",
+        "tnp-kr-full",
+        "AdamW 5e-4, 1k warm-up, cosine to 1e-2 of it over 25k steps",
+    ),
+}
+
+
+@dataclass
+class Curve:
+    """One recipe's logged validation points: steps, core-hours, GFLOPs and NLL."""
+
+    recipe: str
+    run: str
+    model: str
+    what: str
+    steps: list[int]
+    hours: list[float]
+    gflops: list[float]
+    nll: list[float]
+    steps_planned: int
+    gflops_per_step: float
+
+    def reached(self, goal: float) -> int | None:
+        """The index of the first point at or below ``goal``, or None."""
+        return next((i for i, v in enumerate(self.nll) if v <= goal), None)
+
+
+def step_gflops(config: str, overrides: list[str], n_batches: int = 8) -> float:
+    """GFLOPs of one training step (forward and backward) of the run's model on its data,
+    averaged over ``n_batches`` batches (the KR layout draws the context size per batch)."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    cfg = load_config(config, overrides)
+    torch.manual_seed(0)
+    model = build_model(cfg.model["name"], 1, 1, **cfg.model_options())
+    sampler = build_sampler(cfg.data["name"], cfg.data["batch_size"], 0, **cfg.data_options())
+    total = 0
+    for i in range(n_batches):
+        batch = batch_at(sampler, i)
+        counter = FlopCounterMode(display=False)
+        with counter:
+            model.training_loss(batch).backward()
+        total += counter.get_total_flops()
+    return total / n_batches / 1e9
+
+
+def curve(recipe: str, run: str, model: str, what: str, root: Path = FOLDER) -> Curve | None:
+    """The recipe's curve from its run folder's ``metrics.csv`` (None if it has no folder)."""
+    folder = root / run
+    rows = read_metrics(folder / "metrics.csv")
+    if not rows:
+        return None
+    config, overrides = RUNS[run]
+    per_step = step_gflops(config, overrides)
+    steps, hours, gflops, nll = [], [], [], []
+    seconds, previous = 0.0, 0
+    for row in rows:
+        step = int(row["step"])
+        if row.get("steps_per_s"):
+            seconds += (step - previous) / float(row["steps_per_s"])
+        previous = step
+        if row.get("val_ll"):
+            steps.append(step)
+            hours.append(seconds / 3600)
+            gflops.append(step * per_step)
+            nll.append(-float(row["val_ll"]))
+    planned = int(load_config(config, overrides).train.steps)
+    return Curve(recipe, run, model, what, steps, hours, gflops, nll, planned, per_step)
+
+
+def table(curves: list[Curve]) -> list[str]:
+    head = (
+        "| recipe | what differs | seeds | steps planned | paper NLL | reached at step "
+        "| core-hours | TFLOPs | ≤ 25,000 steps? | best val NLL (step) |"
+    )
+    rows = [head, "|" + " --- |" * 10]
+    for c in curves:
+        goal = PAPER_NLL[c.model]
+        i = c.reached(goal)
+        best = min(range(len(c.nll)), key=c.nll.__getitem__)
+        if i is None:
+            at, hours, tflops, verdict = "not reached", "—", "—", "no"
+            if c.steps[-1] < c.steps_planned:
+                verdict = f"not yet (run at {c.steps[-1]:,})"
+        else:
+            at, hours = f"{c.steps[i]:,}", f"{c.hours[i]:.2f}"
+            tflops = f"{c.gflops[i] / 1e3:,.0f}"
+            verdict = "yes" if c.steps[i] <= PROTOCOL_STEPS // 4 else "no"
+        rows.append(
+            f"| {c.recipe} | {c.what} | 1 | {c.steps_planned:,} | {goal:.3f} | {at} | {hours} "
+            f"| {tflops} | {verdict} | {c.nll[best]:.3f} ({c.steps[best]:,}) |"
+        )
+    return rows
+
+
+def plot(curves: list[Curve], path: Path) -> None:
+    """One row of panels per kind of model (the CNP's NLL lives far above the TNPs'): NLL
+    against steps, core-hours and TFLOPs, the paper's NLL dashed."""
+    from tnpx.extras import pyplot
+
+    plt = pyplot("the time-to-accuracy figure")
+    groups = [[c for c in curves if (c.model == "cnp") == cnp] for cnp in (False, True)]
+    groups = [g for g in groups if g]
+    fig, grid = plt.subplots(len(groups), 3, figsize=(15, 4 * len(groups)), squeeze=False)
+    for axes, group in zip(grid, groups):
+        for c in group:
+            for ax, xs in zip(axes, (c.steps, c.hours, [g / 1e3 for g in c.gflops])):
+                ax.plot(xs, c.nll, "o-", ms=3, label=c.recipe)
+        for goal in sorted({PAPER_NLL[c.model] for c in group}):
+            for ax in axes:
+                ax.axhline(goal, ls="--", lw=0.8, color="k")
+        axes[0].axvline(PROTOCOL_STEPS // 4, ls=":", color="r", lw=0.8)
+        for ax, label in zip(axes, ("steps (batches of 32)", "core-hours", "TFLOPs")):
+            ax.set_xlabel(label)
+        axes[0].set_ylabel("validation NLL (lower is better)")
+        axes[0].legend(fontsize=7)
+    fig.suptitle("KR-1 RBF: time to the paper's NLL (dashed); dotted: a quarter of the protocol")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default="results/time-to-accuracy")
+    args = parser.parse_args(argv)
+    torch.set_num_threads(1)
+    curves = [c for c in (curve(r, *spec) for r, spec in RECIPES.items()) if c is not None]
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "results.json").write_text(json.dumps([asdict(c) for c in curves], indent=1) + "\n")
+    plot(curves, out / "curves.png")
+    missing = [
+        f"`{r}` (`{s[0]}`)" for r, s in RECIPES.items() if r not in {c.recipe for c in curves}
+    ]
+    text = "\n".join(
+        [
+            "# Time to accuracy: KR-1 RBF, steps / core-hours / FLOPs to the paper's NLL",
+            "",
+            "**What**: held-out validation NLL per target point (lower is better; 32 fixed "
+            "batches of 32 tasks of the KR-1 protocol's data, split `val`) against training "
+            "steps, core-hours and FLOPs, per training recipe; the goal is the TNP-KR paper's "
+            "test NLL (Table 3). A recipe reaches it at its first logged validation point at "
+            "or below it (every 2,500 steps).",
+            "",
+            f"**Command**: `{command_line()}`, commit `{git_commit()}`. Runs: "
+            "`python -m experiments.long_runs advance --runs RUN --minutes M`.",
+            "",
+            "**Protocol or budget**: the KR-1 protocol's data (PROTOCOLS.md) and model presets "
+            "(`kr-code`); the recipes differ only as the table says. One seed each (seed 0: "
+            "every recipe sees the same batches in the same order). The validation NLL is not "
+            "the protocol's 5,000-batch test NLL: a recipe that reaches the goal is then scored "
+            "on those (`tnpx eval`). Core-hours are the runs' own logged speeds (one torch "
+            "thread each, two runs sharing a 2-core machine); FLOPs are counted, not timed.",
+            "",
+            f"**Hardware**: {hardware()}.",
+            "",
+            *table(curves),
+            "",
+            *([f"Not run yet: {', '.join(missing)}.", ""] if missing else []),
+            "![curves](curves.png)",
+            "",
+            "**Reading**: " + reading(curves),
+            "",
+        ]
+    )
+    (out / "README.md").write_text(text)
+    print(text)
+    return 0
+
+
+def reading(curves: list[Curve]) -> str:
+    parts = []
+    for c in curves:
+        i = c.reached(PAPER_NLL[c.model])
+        where = "did not reach" if i is None else f"reached at step {c.steps[i]:,}"
+        parts.append(f"{c.recipe} {where} the paper's {PAPER_NLL[c.model]:.3f}")
+    return "; ".join(parts) + "."
+
+
+if __name__ == "__main__":
+    sys.exit(main())

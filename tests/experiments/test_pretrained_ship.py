@@ -1,0 +1,258 @@
+"""experiments/pretrained_eval.py, pretrained_ship.py and pretrained_zoo.py: the v2 zoo's scores
+are on today's test tasks, a finished run ships into a zoo folder and loads back by name with
+the same predictions, an unfinished run is refused unless forced, the interim report says how
+far the runs are, and the zoo report has every card (prior (b) computed for cards that predate
+it), the runs not shipped, the irreducible gap and the real-series rows."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+import torch
+
+import tnpx
+from experiments import pretrained
+from experiments import pretrained_ship as ship
+from experiments.pretrained_eval import (
+    KERNELS,
+    ROOT,
+    composite_sampler,
+    composite_score,
+    experiment,
+    score_checkpoint,
+    single_kernel_sampler,
+)
+from experiments.pretrained_zoo import write_report, zoo_cards
+from tnpx.checkpoint import load, read_checkpoint
+from tnpx.config import load_config
+from tnpx.data import batch_at
+from tnpx.evaluate import build_test_sampler, evaluate
+from tnpx.train import fit
+from tnpx.zoo import model_card, pretrained_path
+
+TINY_COMPOSITE = """
+name: tiny-composite
+model: {name: tnp, dim_x: 1, dim_y: 1, dim_model: 16, n_layers: 1, n_heads: 2, dim_head: 8,
+        dim_ff: 16, n_embed_hidden: 1, n_decoder_hidden: 1}
+data: {name: gp-composite, batch_size: 4, kernels: [rbf, matern12, matern32, matern52, periodic],
+       lengthscale_prior: loguniform, lengthscale_a: 0.1, lengthscale_b: 2.0,
+       noise_prior: loguniform, n_tgt: 20, min_ctx: 3, max_ctx: 10}
+optim: {name: adamw, lr: 3.0e-3}
+schedule: {name: cosine, warmup_steps: 2}
+train: {steps: 6, log_every: 3, val_every: 6, val_batches: 1, checkpoint_every: 3,
+        progress: false}
+eval: {n_batches: 4, batch_size: 4}
+"""
+V1 = ROOT / "configs" / "pretrained-gp1d-tnp.yaml"
+V2_CONFIGS = [ROOT / "configs" / f"pretrained-{n}.yaml" for n in ship.V2]
+TENSORS = ("xc", "yc", "xt", "yt")
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """A finished tiny run and an unfinished one (1 of 6 steps), in a long-runs folder."""
+    torch.set_num_threads(1)
+    root = tmp_path_factory.mktemp("long-runs")
+    (root / "tiny.yaml").write_text(TINY_COMPOSITE)
+    # the unfinished run is the last stage of zoo name gp1d-v2-tnp (pretrained_ship.STAGES)
+    for name, seconds in (("finished", None), ("gp1d-v2-tnp-far", 1e-9)):
+        cfg = load_config(root / "tiny.yaml", [f"train.out_dir={root / name}"])
+        fit(cfg, max_seconds=seconds)
+    return root
+
+
+def _same(a, b) -> bool:
+    return all(torch.equal(getattr(a, k), getattr(b, k)) for k in TENSORS)
+
+
+@pytest.mark.parametrize("config", V2_CONFIGS, ids=ship.V2)
+def test_single_kernel_prior_gives_todays_test_tasks(config):
+    v1, v2 = load_config(V1), load_config(config)
+    assert v2.data["name"] == "gp-composite"
+    for options in ({}, {"kernels": ["periodic"]}):
+        today = build_test_sampler(v1, **options)  # how today's zoo cards were scored
+        ours = single_kernel_sampler(v2, **options)
+        for i in range(2):
+            assert _same(batch_at(today, i, split="test"), batch_at(ours, i, split="test"))
+    # prior (b): a v1 model (trained on `gp`) is scored on the v2 zoo's composite tasks
+    old, new = composite_sampler(v1), composite_sampler(v2)
+    b_old, b_new = batch_at(old, 0, split="test"), batch_at(new, 0, split="test")
+    assert _same(b_old, b_new) and bool(b_new.info["composite"].all())
+
+
+def test_scores_on_both_priors_of_a_tiny_run(runs):
+    scores = score_checkpoint(runs / "finished" / "model.pt")
+    assert set(scores) == {"eval", "per_kernel", "eval_composite"}
+    assert set(scores["per_kernel"]) == set(KERNELS)
+    for entry in (scores["eval"], scores["eval_composite"]):
+        assert entry["n_tasks"] == 16 and 0 <= entry["coverage95"] <= 1
+        assert entry["gap"] == pytest.approx(entry["oracle_ll"] - entry["ll"])
+        assert entry["gap"] > 0  # six steps: far from the oracle on both priors
+    # the composite tasks are other tasks than the single-kernel ones
+    assert scores["eval"]["oracle_ll"] != pytest.approx(scores["eval_composite"]["oracle_ll"])
+
+
+def test_ship_a_finished_run_and_load_it_back_by_name(runs, tmp_path, monkeypatch):
+    zoo = tmp_path / "zoo"
+    card = ship.ship(
+        "gp1d-v2-tiny",
+        runs / "finished",
+        zoo,
+        provenance=("abc1234", "python -m experiments.pretrained --ship"),
+    )
+    record = read_checkpoint(zoo / "gp1d-v2-tiny.pt")
+    assert "train_state" not in record and "experiment" in record
+    assert (zoo / "gp1d-v2-tiny.pt").stat().st_size <= ship.MAX_BYTES
+    today = json.loads(pretrained_path("gp1d-tnp").with_suffix(".json").read_text())
+    assert set(today) <= set(card)  # today's schema, plus eval_composite and the run
+    assert card["finished"] and card["steps"] == card["steps_planned"] == 6
+    assert card["train_s"] > 0 and card["commit"] == "abc1234"
+    assert card["trained_on"].startswith("1D GPs, a mixture: with probability 0.5")
+    monkeypatch.setenv("TNPX_ZOO", str(zoo))
+    names = tnpx.list_pretrained()
+    assert {"gp1d-tnp", "gp1d-te-tnp", "gp1d-v2-tiny"} <= set(names)
+    assert model_card("gp1d-v2-tiny") == card
+    shipped, trained = tnpx.pretrained("gp1d-v2-tiny"), tnpx.load(runs / "finished" / "model.pt")
+    batch = batch_at(composite_sampler(load_config(V2_CONFIGS[0])), 0, split="test")
+    a, b = shipped.predict_batch(batch), trained.predict_batch(batch)
+    torch.testing.assert_close(a.mean, b.mean, rtol=0, atol=0)
+    torch.testing.assert_close(a.stddev, b.stddev, rtol=0, atol=0)
+    # the card's scores and check evaluation are the shipped model's
+    assert score_checkpoint(pretrained_path("gp1d-v2-tiny"))["eval"] == card["eval"]
+    check = evaluate(shipped, build_test_sampler(load_config(card["config"])), 2, oracle=False)
+    assert check.ll == pytest.approx(card["check"]["ll"], abs=1e-6)
+
+
+def test_an_unfinished_run_is_refused_unless_forced(runs, tmp_path):
+    zoo = tmp_path / "zoo"
+    with pytest.raises(ship.UnfinishedRun, match=r"unfinished run \(step 1 of 6\).*--force"):
+        ship.ship("gp1d-v2-tnp", runs / "gp1d-v2-tnp-far", zoo)
+    assert not zoo.exists()
+    with pytest.raises(ValueError, match="gp1d-v2-tnp: no run here"):  # its first stage
+        ship.ship("gp1d-v2-tnp", runs / "gp1d-v2-tnp-far", zoo, force=True, n_batches=1)
+    (runs / "gp1d-v2-tnp").symlink_to(runs / "finished")  # the stage it was tuned from
+    card = ship.ship("gp1d-v2-tnp", runs / "gp1d-v2-tnp-far", zoo, force=True, n_batches=1)
+    assert not card["finished"] and card["steps"] == 1 and card["steps_planned"] == 6
+    assert card["stages"][0]["steps"] == 6 and card["steps_total"] == 7
+    assert card["safe_range"]["n_tasks"] == 32 * 4 and card["safe_range"]["profile"]
+    saved = read_checkpoint(runs / "gp1d-v2-tnp-far" / "checkpoints" / "last.pt")["state_dict"]
+    for key, value in read_checkpoint(zoo / "gp1d-v2-tnp.pt")["state_dict"].items():
+        assert torch.equal(value, saved[key]), key
+
+
+def test_cli_ships_finished_runs_refuses_the_rest_and_reports_interim(runs, tmp_path, capsys):
+    zoo = tmp_path / "zoo"
+    args = ["--runs", str(runs), "--zoo", str(zoo), "--batches", "1", "--out", str(tmp_path)]
+    assert pretrained.main(["--ship", "finished", "gp1d-v2-tnp", *args]) == 1
+    out = capsys.readouterr()
+    assert "shipped finished (6 steps)" in out.out
+    assert "not shipped" in out.err and "step 1 of 6" in out.err
+    assert sorted(p.name for p in zoo.iterdir()) == ["finished.json", "finished.pt"]
+    assert pretrained.main(["--interim", "--runs", str(runs), "--batches", "1"]) == 0
+    report = capsys.readouterr().out
+    assert "`gp1d-v2-tnp`: UNFINISHED, checkpoint at step 1 of 6" in report
+    assert "`gp1d-v2-te-tnp-rope`: not started" in report
+    assert "| `gp1d-v2-tnp` (interim) | 1 / 6 | 4 |" in report  # its eval: batches of 4
+    assert "| `gp1d-tnp` | shipped | 16 |" in report
+
+
+def test_the_real_series_summary_is_the_last_file_by_name_that_scored_the_name(tmp_path):
+    def write(name: str, models: dict, nll: float) -> None:
+        summary = {label: {"rmse": [1.0, 0.1], "nll": [nll, 0.2], "seconds": 0.01}
+                   for label in [*models, "fitted GP"]}  # fmt: skip
+        run = {"commit": "c0ffee0", "n_splits": 5, "models": models,
+               "results": {"nile/interpolation": {"splits": [], "summary": summary}}}  # fmt: skip
+        (tmp_path / f"{name}.json").write_text(json.dumps(run))
+
+    write("real-series", {"gp1d-tnp": "gp1d-tnp"}, 6.0)
+    assert ship.real_series_summary("gp1d-v2-tnp", tmp_path) is None
+    write("real-series-v2", {"gp1d-tnp": "gp1d-tnp", "v2": "gp1d-v2-tnp"}, 5.0)
+    got = ship.real_series_summary("gp1d-v2-tnp", tmp_path)
+    assert got["file"] == "real-series-v2.json" and got["n_splits"] == 5
+    assert got["nile/interpolation"]["model"]["nll"] == [5.0, 0.2]
+    assert set(got["nile/interpolation"]) == {"model", "fitted GP"}
+    # a model in both files: the v2 file's (later by stem, though "." sorts after "-")
+    assert ship.real_series_summary("gp1d-tnp", tmp_path)["file"] == "real-series-v2.json"
+
+
+def test_interim_cites_the_irreducible_gap_when_computed(tmp_path):
+    path = tmp_path / "bayes-reference.json"
+    assert ship.irreducible_note(path) == []
+    per_kernel = {k: {"gap": 0.01 * (i + 1)} for i, k in enumerate(KERNELS)}
+    path.write_text(
+        json.dumps(
+            {"eval": {"gap": 0.042, "gap_se": 0.003, "n_tasks": 256}, "per_kernel": per_kernel}
+        )
+    )
+    note = "\n".join(ship.irreducible_note(path))
+    assert "0.042 ± 0.003 is irreducible" in note and "first 256 of the cards' test tasks" in note
+    assert "rbf 0.010" in note and "periodic 0.050" in note
+
+
+def _bayes(models: list[str]) -> dict:
+    """A bayes-reference.json with every field the report reads (values made up)."""
+    model = {"gap": 0.5, "gap_se": 0.05, "shortfall": 0.4, "shortfall_se": 0.04}
+    entry = {"n_tasks": 256, "gap": 0.1, "gap_se": 0.01, "models": {m: model for m in models}}
+    per_kernel = {k: {**entry, "n_tasks": 64, "gap": 0.01 * (i + 1)} for i, k in enumerate(KERNELS)}
+    entry = {**entry, "interpolation": entry, "extrapolation": entry}
+    return {"commit": "feed123", "eval": entry, "per_kernel": per_kernel}
+
+
+def _real_series(models: list[str]) -> dict:
+    summary = {m: {"rmse": [2.0, 0.1], "nll": [3.25, 0.2], "seconds": 0.01} for m in models}
+    summary["fitted GP"] = {"rmse": [1.0, 0.1], "nll": [2.5, 0.2], "seconds": 2.0}
+    results = {f"nile/{kind}": {"splits": [], "summary": summary}
+               for kind in ("interpolation", "extrapolation")}  # fmt: skip
+    return {"commit": "c0ffee0", "n_splits": 5, "models": {m: m for m in models},
+            "results": results}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def zoo(runs, tmp_path_factory):
+    """A zoo folder: today's gp1d-tnp and the tiny finished run shipped as gp1d-v2-tnp (its
+    prior (b) on 16 tasks: one batch of gp1d-tnp's 16)."""
+    folder = tmp_path_factory.mktemp("zoo-report")
+    for suffix in (".pt", ".json"):
+        shutil.copy(pretrained_path("gp1d-tnp").with_suffix(suffix), folder)
+    ship.ship("gp1d-v2-tnp", runs / "finished", folder, provenance=("abc1234", "x"))
+    return folder
+
+
+def test_zoo_report_has_every_card_and_says_what_is_missing(zoo, runs, tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "bayes-reference.json").write_text(json.dumps(_bayes(["gp1d-tnp"])))
+    (out / "real-series-v2.json").write_text(json.dumps(_real_series(["gp1d-tnp", "gp1d-v2-tnp"])))
+    path, cards = write_report(zoo, out, runs, "python x --report", "beef000")
+    assert list(cards) == ["gp1d-tnp", "gp1d-v2-tnp"] == list(zoo_cards(zoo))
+    text = path.read_text()
+    # gp1d-tnp's card predates prior (b): scored here, on the v2 card's number of tasks
+    b = cards["gp1d-tnp"]["eval_composite"]
+    assert b["computed_here"] and b["n_tasks"] == cards["gp1d-v2-tnp"]["eval_composite"]["n_tasks"]
+    model_path = zoo / "gp1d-tnp.pt"
+    again = composite_score(load(model_path).eval(), experiment(model_path), 1)
+    assert again["gap"] == pytest.approx(b["gap"], abs=1e-9)
+    assert f"{b['gap']:.3f} ± {b['gap_se']:.3f} *" in text
+    v2 = cards["gp1d-v2-tnp"]
+    assert "computed_here" not in v2["eval_composite"] and "| composite | 6 (4) |" in text
+    assert f"missed by {v2['eval']['gap'] - ship.TARGET_GAP:.3f}" in text  # six steps: far off
+    assert "`gp1d-v2-te-tnp-rope`: not shipped; its long run has no checkpoint yet." in text
+    assert "| irreducible (Bayes average, 64 tasks each) | 0.010 ± 0.010 |" in text
+    assert "| `gp1d-tnp` | 0.500 ± 0.050 | 0.100 ± 0.010 | 0.400 ± 0.040 |" in text
+    assert text.count("| nile | 2.00 | 2.00 | 1.00 | 3.250 | 3.250 | 2.500 | 200x | 200x |") == 2
+    assert "`real-series-v2.json` (commit `c0ffee0`)" in text
+    assert "The rest is `gp1d-tnp`'s own shortfall, 0.400 on the reference's tasks" in text
+    assert (
+        json.loads((out / "zoo.json").read_text()) == cards and (out / "zoo.png").stat().st_size > 0
+    )
+
+
+def test_cli_zoo_report_and_an_empty_zoo(zoo, runs, tmp_path, capsys):
+    out = tmp_path / "out"
+    args = ["--zoo", str(zoo), "--runs", str(runs), "--out", str(out)]
+    assert pretrained.main(["--report", *args]) == 0
+    assert "# The 1D zoo" in capsys.readouterr().out and (out / "zoo.md").exists()
+    with pytest.raises(ValueError, match="no gp1d-\\* cards"):
+        write_report(tmp_path / "empty", out, runs, "x", "y")

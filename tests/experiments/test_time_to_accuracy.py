@@ -1,0 +1,29 @@
+"""experiments/time_to_accuracy.py: a recipe's curve from its run's metrics log (core-hours
+summed from the logged speeds, FLOPs counted per step), where it reaches the paper's NLL."""
+
+from __future__ import annotations
+
+import pytest
+
+from experiments import time_to_accuracy as tta
+
+LOG = """step,loss,lr,steps_per_s,val_ll
+100,1.0,0.001,10.0,
+200,0.9,0.001,5.0,0.40
+300,0.8,0.001,10.0,
+400,0.7,0.001,10.0,0.47
+"""
+
+
+def test_a_curve_from_the_metrics_log(tmp_path):
+    (tmp_path / "kr1-rbf-tnp-kr-full").mkdir()
+    (tmp_path / "kr1-rbf-tnp-kr-full" / "metrics.csv").write_text(LOG)
+    c = tta.curve("protocol", "kr1-rbf-tnp-kr-full", "tnp-kr-full", "x", root=tmp_path)
+    assert c.steps == [200, 400] and c.nll == [-0.40, -0.47]
+    assert c.hours == pytest.approx([(10 + 20) / 3600, (10 + 20 + 10 + 10) / 3600])
+    per_step = c.gflops_per_step
+    assert per_step > 0 and c.gflops == pytest.approx([200 * per_step, 400 * per_step])
+    assert c.reached(-0.453) == 1 and c.reached(-0.5) is None
+    rows = tta.table([c])
+    assert "| 400 |" in rows[2] and "| yes |" in rows[2]
+    assert tta.curve("x", "kr1-rbf-tnp-kr-full", "tnp-kr-full", "x", root=tmp_path / "no") is None
