@@ -23,9 +23,11 @@ inputs and outputs to :class:`~tnpx.data.table.TableSampler`, which reads, check
 normalises (on the training tasks) and pads batches. Bad data is a one-line
 :class:`~tnpx.tables.DataError` naming the file, row and column.
 
-Extra context sets (a gridded field beside the stations, DeepSensor-style) are not here yet.
-They would join by time: a batch's ``info["task"]`` indexes :meth:`task_keys`, the time (or
-window start) of each task, which is what a gridded source would look its field up by.
+A gridded field joins as extra context, DeepSensor-style (``grid: {path: era5.nc, y: [t2m]}``,
+:mod:`tnpx.data.stations_grid`): a task's context then holds the grid's cells at the grid step
+at or before its time (or window start) beside its stations, one set of points whose outputs
+are the stations' then the grid's, each point missing the other set's (``mask_yc``; the model
+needs ``missing_outputs: true``); targets are stations, scored on the stations' outputs only.
 
     >>> import numpy as np, pandas as pd
     >>> from tnpx.data import batch_at
@@ -43,8 +45,11 @@ from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
+import torch
 
+from ..batch import Batch
 from ..tables import DataError, Table
+from .stations_grid import GridContext, station_side
 from .table import TableConfig, TableSampler, TaskDraws, _read, _require
 from .table_checks import _as_list
 from .table_times import is_dates, parse_times
@@ -65,8 +70,9 @@ class StationsConfig(TaskDraws):
     None (a task per time value), a number (a width in the time column's units) or a pandas
     offset (``"1D"``, ``"6h"``, ``"W"``) for dates; ``time_as_input`` adds each reading's
     offset within its window as an input. ``split_by``: ``time`` (the latest tasks are test)
-    or ``task`` (hashed). The other options are the ``table`` source's
-    (:class:`~tnpx.data.table.TableConfig`).
+    or ``task`` (hashed). ``grid``: a gridded field as extra context (path, y, dims, ...:
+    :class:`~tnpx.data.stations_grid.GridOptions`). The other options are the ``table``
+    source's (:class:`~tnpx.data.table.TableConfig`).
     """
 
     path: str | None = None
@@ -77,6 +83,7 @@ class StationsConfig(TaskDraws):
     window: float | str | None = None
     time_as_input: bool = False
     split_by: str = "time"
+    grid: dict | None = None
 
 
 @dataclass
@@ -116,6 +123,10 @@ class StationsSampler(TableSampler):
         x = [*cols.coords, *([cols.offset] if config.time_as_input else [])]
         super().__init__(_table_config(config, cols, x), batch_size, seed, frame=tasks)
         self.config = config
+        self.grid = None  # read after the stations' tasks, which it joins by time
+        if config.grid is not None:
+            self.grid = GridContext(config.grid, station_side(self, tasks.frame))
+            self.dim_y += self.grid.dim_y
 
     @classmethod
     def from_frame(
@@ -126,6 +137,23 @@ class StationsSampler(TableSampler):
         if "path" in options:
             raise ValueError("from_frame reads the DataFrame given; path is not an option here")
         return cls(StationsConfig(**options), batch_size, seed, frame=frame)
+
+    @property
+    def normalisation(self) -> dict:
+        """The ``table`` source's maps, with a grid's variables after the stations' outputs."""
+        stored = super().normalisation
+        return stored if self.grid is None else self.grid.joined(stored)
+
+    @property
+    def missing_outputs(self) -> bool:
+        return self.grid is not None or super().missing_outputs
+
+    def sample(
+        self, generator: torch.Generator, batch_size: int | None = None, split: str = "train"
+    ) -> Batch:
+        """The ``table`` source's batch, with a grid's cells as extra context."""
+        batch = super().sample(generator, batch_size, split)
+        return batch if self.grid is None else self.grid.extend(batch, split, generator)
 
 
 def _table_config(c: StationsConfig, cols: _Columns, x: list) -> TableConfig:

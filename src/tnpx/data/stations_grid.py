@@ -1,0 +1,355 @@
+"""A gridded field as extra context for the ``stations`` source, DeepSensor-style.
+
+    data: {name: stations, path: readings.csv, time: time, coords: [lat, lon], y: [temp],
+           grid: {path: era5.nc, y: [t2m], dims: [latitude, longitude], points: 200}}
+
+The two context sets are one set of points with per-output masks (``Batch.mask_yc``): the
+outputs are the stations' then the grid's (``dim_y = len(y) + len(grid.y)``); a station reading
+misses the grid's outputs and a grid cell the stations'. A task's context is the grid's cells at
+the task's time (first, the same number in every task) followed by its context stations; its
+targets are the other stations, their grid outputs masked in ``mask_yt``, so only station
+outputs are scored. The model must read missing outputs (``missing_outputs: true`` for the
+transformer NPs; training says so otherwise).
+
+- Time: a task's time (a window's start) takes the grid's time step at or before it
+  (``match: nearest``: the nearest one), which must lie less than the grid's largest spacing
+  of time steps away; a task the grid does not cover is an error naming it (never dropped).
+  With ``time_as_input`` a cell's time input is its grid time less the window's start (zero or
+  negative under ``before``). Dates are compared as hours since 1970, numbers in their units.
+- Space: ``dims`` names the grid's dims that are the stations' ``coords``, in the same order
+  (default: the coords' names); a cell's inputs are its coordinates mapped with the stations'
+  normalisation. ``select`` cuts the grid to a region (and period); ``points: N`` draws N of
+  its cells at random for each task, afresh every batch (default: every cell). Any other dim
+  must hold one point (``select`` one level).
+- Normalisation: each grid variable by the mean and std of its values (NaN left out) at the
+  grid time steps the training tasks use, each cell once per step; stored with the stations'
+  in one map (y columns: the stations' outputs, then the grid's variables).
+- Splits are the stations' (by time by default): a test task reads the grid at its own time,
+  so no field of the held-out periods is trained or normalised on.
+- A missing grid value (NaN) is a masked output of its cell.
+
+Reading is the ``grid`` source's (:func:`~tnpx.data.grid_files.open_grid`): NetCDF files, a
+Zarr store, or from Python an ``xarray.Dataset`` as ``path``; ``load: auto | memory | lazy``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import torch
+
+from ..batch import Batch
+from ..tables import DataError
+from ..validation import check_option
+from .era5_regions import time_values
+from .grid_files import GridData, open_grid
+from .table_checks import _as_list
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .stations import StationsSampler
+
+MATCH = ("before", "nearest")
+
+
+@dataclass
+class GridOptions:
+    """The ``grid:`` section of a ``stations`` config (module docstring)."""
+
+    path: Any = None
+    y: str | list[str] = field(default_factory=list)
+    dims: list[str] | None = None
+    time: str = "time"
+    select: dict | None = None
+    match: str = "before"
+    points: int | None = None
+    load: str = "auto"  # auto | memory | lazy, as the grid source's
+    memory_limit_mb: float = 1024.0
+
+    @classmethod
+    def read(cls, spec: dict) -> GridOptions:
+        """``spec`` checked; a ``ValueError`` of one line for a bad option."""
+        if not isinstance(spec, dict):
+            raise ValueError(f"stations: grid must be a mapping (path, y, ...), got {spec!r}")
+        valid = [f.name for f in fields(cls)]
+        unknown = sorted(set(spec) - set(valid))
+        if unknown:
+            raise ValueError(f"stations: unknown grid option(s) {unknown}; valid: {valid}")
+        o = cls(**spec)
+        if o.path is None:
+            raise ValueError("stations: grid needs path: a NetCDF file, files or Zarr store")
+        if not _as_list(o.y):
+            raise ValueError("stations: name the grid's variable(s) (grid: {y: [VARIABLE]})")
+        check_option("stations: grid.match", o.match, MATCH)
+        check_option("stations: grid.load", o.load, ("auto", "memory", "lazy"))
+        if o.points is not None and not (type(o.points) is int and o.points >= 1):
+            raise ValueError(f"stations: grid.points must be a positive integer, got {o.points!r}")
+        return o
+
+
+@dataclass
+class StationSide:
+    """What the grid joins: the stations' ``coords``, outputs ``y`` and time column ``time``;
+    each split's task keys (``keys[split]``, in ``info["task"]`` order); the inputs' map
+    ``x_map`` (``normalisation["x"]``); and each coordinate's ``extent`` ``(low, high)``."""
+
+    coords: list
+    y: list
+    time: str
+    keys: dict[str, list]
+    x_map: dict
+    time_as_input: bool
+    normalise: bool
+    extent: dict
+
+
+def station_side(sampler: StationsSampler, frame) -> StationSide:
+    """``sampler``'s stations as the grid sees them; ``frame``: its long table of readings."""
+    import pandas as pd
+
+    c = sampler.config
+    coords = _as_list(c.coords)
+    extent = {}
+    for col in coords:
+        values = pd.to_numeric(frame[col], errors="coerce").to_numpy(np.float64)
+        extent[col] = (float(np.nanmin(values)), float(np.nanmax(values)))
+    keys = {split: sampler.task_keys(split) for split in ("train", "val", "test")}
+    x_map = sampler.normalisation["x"]
+    return StationSide(coords, list(sampler.y_cols), c.time, keys, x_map, c.time_as_input,
+                       c.normalise, extent)  # fmt: skip
+
+
+class GridContext:
+    """The cells of a grid as context points of the stations' tasks (module docstring).
+    ``dim_y``: the grid's variables; ``steps[split]`` ``[n_tasks]``: the grid time step (an
+    index) of each task; ``loc`` / ``scale`` ``[dim_y]``: the variables' map."""
+
+    def __init__(self, spec: dict, stations: StationSide):
+        self.options = o = GridOptions.read(spec)
+        self.stations, self.y = stations, _as_list(o.y)
+        self.dim_y = len(self.y)
+        self.data = data = open_grid(o.path, self.y, [], o.select)
+        self.dims = _space_dims(data, o, stations)
+        clash = [v for v in self.y if v in stations.y]
+        if clash:
+            raise ValueError(
+                f"stations: grid variable(s) {clash} have the name of a station output; rename "
+                "the table's column(s) (each output is named once)"
+            )
+        self.times = data.coords[o.time]  # [n_steps] float64: hours since 1970, or numbers
+        self.task_times = _task_times(data, o.time, stations)  # split -> [n_tasks]
+        self.steps = {
+            split: _match(data, o, self.times, when, stations, split)
+            for split, when in self.task_times.items()
+        }
+        if o.load == "memory" or (o.load == "auto" and data.nbytes <= o.memory_limit_mb * 2**20):
+            data.load()
+        self.loc, self.scale = self._fit(self.steps["train"], stations.normalise)
+        mesh = np.meshgrid(*[data.coords[d] for d in self.dims], indexing="ij")
+        cells = np.stack([m.ravel() for m in mesh], -1)  # [n_cells, n_coords], coords' order
+        n = len(stations.coords)
+        loc, scale = (np.asarray(stations.x_map[k], np.float64) for k in ("loc", "scale"))
+        self._x_loc, self._x_scale = loc, scale
+        self.cell_x = (cells - loc[:n]) / scale[:n]  # [n_cells, n_coords], model units
+
+    def joined(self, stored: dict) -> dict:
+        """The stations' normalisation ``stored`` with the grid's variables after their outputs."""
+        y = stored["y"]
+        return {
+            "x": stored["x"],
+            "y": {
+                "columns": [*y["columns"], *self.y],
+                "loc": [*y["loc"], *self.loc.tolist()],
+                "scale": [*y["scale"], *self.scale.tolist()],
+            },
+        }
+
+    def fields(self, steps: np.ndarray) -> np.ndarray:
+        """``[len(steps), n_cells, dim_y]`` float64, the data's units: the grid at ``steps``
+        (time indices), cells in the order of :attr:`cell_x`; NaN where a value is missing."""
+        unique, inverse = np.unique(steps, return_inverse=True)
+        return np.stack([self._field(int(t)) for t in unique])[inverse.reshape(-1)]
+
+    def extend(self, batch: Batch, split: str, g: torch.Generator) -> Batch:
+        """``batch`` of stations with the grid's cells at each task's time put first in its
+        context, ``dim_y`` grown by the grid's variables (module docstring). ``info["grid_time"]``
+        ``[batch]``: the grid time each task read (float64, as :attr:`times`)."""
+        tasks = batch.info["task"].numpy()
+        steps = self.steps[split][tasks]
+        values = torch.from_numpy(self.fields(steps))  # [b, n_cells, dim_y]
+        x = torch.from_numpy(self.cell_x).expand(len(tasks), -1, -1)
+        n_cells = x.shape[1]
+        if self.stations.time_as_input:  # the cell's time since the task's (window's) start
+            offset = self.times[steps] - self.task_times[split][tasks]
+            offset = (offset - self._x_loc[-1]) / self._x_scale[-1]
+            column = torch.from_numpy(offset)[:, None, None].expand(-1, n_cells, 1)
+            x = torch.cat([x, column], -1)
+        points = self.options.points
+        if points is not None and points < n_cells:
+            pick = torch.rand(len(tasks), n_cells, generator=g).argsort(1)[:, :points]
+            x = x.gather(1, pick[..., None].expand(-1, -1, x.shape[-1]))
+            values = values.gather(1, pick[..., None].expand(-1, -1, self.dim_y))
+        observed = values.isfinite()
+        loc, scale = torch.from_numpy(self.loc), torch.from_numpy(self.scale)
+        values = torch.where(observed, (values - loc) / scale, 0.0)
+        time = torch.from_numpy(self.times[steps])
+        return _join(batch, x.float(), values.float(), observed, time)
+
+    def _field(self, t: int) -> np.ndarray:
+        """``[n_cells, dim_y]`` float64: every variable at time step ``t``."""
+        data, time = self.data, self.options.time
+        starts = [t if d == time else 0 for d in data.dims]
+        lengths = [1 if d == time else n for d, n in zip(data.dims, data.sizes)]
+        block = data.read(starts, lengths)  # [dim_y, *lengths]
+        space = [1 + data.dims.index(d) for d in self.dims]
+        rest = [1 + i for i, d in enumerate(data.dims) if d not in self.dims]  # one point each
+        return block.transpose(0, *space, *rest).reshape(self.dim_y, -1).T.astype(np.float64)
+
+    def _fit(self, steps: np.ndarray, normalise: bool) -> tuple[np.ndarray, np.ndarray]:
+        """``loc`` and ``scale`` ``[dim_y]``: the mean and std of the present values at the time
+        ``steps`` (each step once; merged exactly from per-step moments); 0 and 1 otherwise."""
+        if not normalise:
+            return np.zeros(self.dim_y), np.ones(self.dim_y)
+        moments = []
+        for t in np.unique(steps):
+            v = self._field(int(t))
+            seen = np.isfinite(v)
+            n = seen.sum(0)
+            mean = np.where(seen, v, 0).sum(0) / np.maximum(n, 1)
+            m2 = np.square(np.where(seen, v - mean, 0)).sum(0)
+            moments.append((n, mean, m2))
+        n, mean, m2 = (np.stack(m) for m in zip(*moments))  # [steps, dim_y] each
+        total = n.sum(0)
+        if (total == 0).any():
+            var = self.y[int(np.argmin(total))]
+            raise DataError(
+                f"{self.data.name}: variable {var!r} is all missing at the grid time steps of "
+                "the stations' training tasks"
+            )
+        loc = (n * mean).sum(0) / total
+        scale = np.sqrt((m2 + n * (mean - loc) ** 2).sum(0) / total)
+        return loc, np.where(scale > 0, scale, 1.0)
+
+
+# -- checks and the time join ------------------------------------------------------------------
+def _space_dims(data: GridData, o: GridOptions, stations: StationSide) -> list[str]:
+    """The grid's dims matched to the stations' coordinates, in their order, checked."""
+    where, coords = f"{data.name}: {', '.join(map(repr, data.y))}", stations.coords
+    dims = list(coords if o.dims is None else _as_list(o.dims))
+    have = f"its dims are ({', '.join(data.dims)})"
+    if len(dims) != len(coords) or len(set(dims)) != len(dims):
+        raise DataError(
+            f"{where}: grid.dims {dims} must name one grid dim for each of the coords {coords}, "
+            f"in order; {have}"
+        )
+    for dim in [*dims, o.time]:
+        if dim not in data.dims:
+            option = "grid.time" if dim == o.time else "grid.dims"
+            raise DataError(f"{where}: no dim {dim!r} (named by {option}); {have}")
+    for dim, n in zip(data.dims, data.sizes):
+        if dim not in (*dims, o.time) and n != 1:
+            raise DataError(
+                f"{where}: dim {dim!r} has {n} points but is neither time nor one of grid.dims; "
+                f"select one (grid.select: {{{dim}: [VALUE, VALUE]}})"
+            )
+    for dim, col in zip(dims, coords):
+        low, high = stations.extent[col]
+        grid = data.coords[dim]
+        if high < grid.min() or low > grid.max():
+            raise DataError(
+                f"{where}: the stations' {col!r} runs from {low:g} to {high:g} but the grid's "
+                f"{dim!r} from {grid.min():g} to {grid.max():g}; are they in the same units?"
+            )
+    return dims
+
+
+def _task_times(data: GridData, time: str, stations: StationSide) -> dict[str, np.ndarray]:
+    """Each split's task times ``[n_tasks]`` on the grid's clock (hours since 1970 for dates)."""
+    import pandas as pd
+
+    keys = stations.keys
+    dates = any(isinstance(k, str) for split in keys.values() for k in split)
+    index = data.labels[time]
+    grid_dates = np.issubdtype(index.dtype, np.datetime64) or (
+        len(index) > 0 and hasattr(index[0], "calendar")
+    )
+    if dates != grid_dates:
+        kinds = ("dates", "numbers")
+        raise DataError(
+            f"{data.name}: the grid's {time!r} holds {kinds[not grid_dates]} but the stations' "
+            f"{stations.time!r} holds {kinds[not dates]}; both must be dates or both numbers"
+        )
+    if not (index.is_monotonic_increasing and index.is_unique):
+        raise DataError(f"{data.name}: the grid's {time!r} is not sorted increasing")
+    out = {}
+    for split, split_keys in keys.items():
+        if not dates:
+            out[split] = np.asarray(split_keys, np.float64).reshape(-1)
+            continue
+        stamps = pd.to_datetime(pd.Index(split_keys, dtype=object), utc=True).tz_localize(None)
+        out[split] = time_values(stamps.to_numpy("datetime64[ns]"))
+    return out
+
+
+def _match(
+    data: GridData, o: GridOptions, times: np.ndarray, when: np.ndarray, st: StationSide, split
+) -> np.ndarray:
+    """The grid time step ``[n_tasks]`` of each task at times ``when``: the last at or before
+    it (``before``) or the nearest; an error naming the first task the grid does not cover."""
+    before = np.searchsorted(times, when, side="right") - 1  # -1: none at or before
+    step = before.clip(0, len(times) - 1)
+    if o.match == "nearest":
+        after = (before + 1).clip(0, len(times) - 1)
+        closer = np.abs(times[after] - when) < np.abs(when - times[step])
+        step = np.where(closer, after, step)
+    gap = np.abs(when - times[step])
+    reach = np.diff(times).max() if len(times) > 1 else 0.0  # the grid's largest time step
+    bad = (gap >= reach) & (gap > 0)
+    if o.match == "before":
+        bad |= before < 0
+    if not bad.any():
+        return step
+    i = int(np.argmax(bad))
+    labels = data.labels[o.time]
+    where = "at or before" if o.match == "before" else "near"
+    raise DataError(
+        f"{data.name}: {', '.join(map(repr, data.y))} has no {o.time!r} step {where} the "
+        f"{split} task {st.time}={st.keys[split][i]} ({int(bad.sum())} such task(s); the grid "
+        f"runs from {labels[0]} to {labels[-1]}); extend the grid or cut the stations' period"
+    )
+
+
+def _join(
+    batch: Batch, x: torch.Tensor, y: torch.Tensor, observed: torch.Tensor, time: torch.Tensor
+) -> Batch:
+    """The cells ``x [b, n, dim_x]``, ``y [b, n, n_grid]`` (``observed`` alike) put before the
+    stations' context of ``batch``; every point's outputs the stations' then the grid's, each
+    point missing the other set's (padded points: observed, the masks' convention)."""
+    b, n, n_grid = y.shape
+    n_stations = batch.yc.shape[-1]
+
+    def widen(values, mask_y, mask):
+        real = torch.ones(values.shape[:2], dtype=torch.bool) if mask is None else mask
+        seen = torch.ones_like(values, dtype=torch.bool) if mask_y is None else mask_y
+        wide = torch.cat([values, values.new_zeros(*values.shape[:2], n_grid)], -1)
+        return wide, torch.cat([seen, (~real)[..., None].expand(-1, -1, n_grid)], -1)
+
+    yc, mask_yc = widen(batch.yc, batch.mask_yc, batch.mask_c)
+    yt, mask_yt = widen(batch.yt, batch.mask_yt, batch.mask_t)
+    cells_y = torch.cat([y.new_zeros(b, n, n_stations), y], -1)
+    cells_seen = torch.cat([torch.zeros(b, n, n_stations, dtype=torch.bool), observed], -1)
+    mask_c = batch.mask_c
+    if mask_c is not None:
+        mask_c = torch.cat([torch.ones(b, n, dtype=torch.bool), mask_c], 1)
+    return Batch(
+        xc=torch.cat([x, batch.xc], 1),
+        yc=torch.cat([cells_y, yc], 1),
+        xt=batch.xt,
+        yt=yt,
+        mask_c=mask_c,
+        info={**batch.info, "grid_time": time},
+        mask_t=batch.mask_t,
+        mask_yc=torch.cat([cells_seen, mask_yc], 1),
+        mask_yt=mask_yt,
+    )
