@@ -133,7 +133,10 @@ def format_task_table(rows: list[TaskMetrics]) -> str:
     ]
     first = rows[0]
     for r in rows:
-        rmse = ", ".join(f"{m:.4g} ± {s:.2g}" for m, s in zip(r.rmse, r.rmse_se))
+        # an output no target observes (a grid variable beside stations) has no RMSE: "—"
+        rmse = ", ".join(
+            "—" if math.isnan(m) else f"{m:.4g} ± {s:.2g}" for m, s in zip(r.rmse, r.rmse_se)
+        )
         diff = first.vs.get(r.model)
         vs = "—" if diff is None else f"{diff[0]:+.3f} ± {diff[1]:.3f}"
         se = "nan" if math.isnan(r.ll_se) else f"{r.ll_se:.3f}"

@@ -59,3 +59,11 @@ def test_every_task_score_is_per_real_target(tmp_path):
     scores = per_task(model, sampler, 1)
     assert scores["ll"].shape == (4,) and scores["mse"].shape == (4, 1)
     assert np.isfinite(scores["ll"]).all() and (scores["covered"] <= 1).all()
+
+
+def test_an_output_no_target_observes_has_no_rmse_in_the_table():
+    from tnpx.evaluate_tasks import TaskMetrics
+
+    row = TaskMetrics("tnp", 3, -1.0, 0.1, [0.5, math.nan], [0.02, math.nan], 0.95)
+    line = format_task_table([row]).splitlines()[-1]
+    assert "0.5 ± 0.02, —" in line and "nan" not in line
