@@ -1,4 +1,6 @@
-"""The package's layering, read from the source (no import): no model module imports another.
+"""The package's layering, read from the source (no import): no model module imports another;
+and in ``models/`` and ``nn/`` no option is read with a fallback and no override changes its
+base's signature.
 
 A *model module* registers models (``@register``); the shared bases that register nothing
 (``base.py``, ``transformer.py``, ``cnp_family.py``) are what model modules build on, besides
@@ -10,6 +12,7 @@ import ast
 from pathlib import Path
 
 MODELS = Path(__file__).parents[2] / "src" / "tnpx" / "models"
+NN = MODELS.parent / "nn"
 
 
 def _registers(path: Path) -> bool:
@@ -60,3 +63,37 @@ def test_the_check_sees_an_import(tmp_path):
     probe = tmp_path / "probe.py"
     probe.write_text("from .tnp import TNP\nfrom ..nn import MLP\nimport tnpx.models.cnp\n")
     assert _model_modules_imported(probe, {"tnp", "cnp", "latent"}) == {"tnp", "cnp"}
+
+
+def _shortcuts(path: Path) -> list[str]:
+    """``getattr(obj, name, default)`` calls (an option read with a fallback) and
+    ``type: ignore[override]`` comments (an override with another signature) in ``path``."""
+    text = path.read_text()
+    found = [
+        f"{path.name}:{node.lineno} getattr with a default"
+        for node in ast.walk(ast.parse(text))
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "getattr"
+        if len(node.args) == 3
+    ]
+    lines = text.splitlines()
+    return found + [
+        f"{path.name}:{i} ignores an override" for i, line in enumerate(lines, 1)
+        if "type: ignore[override]" in line
+    ]  # fmt: skip
+
+
+def test_no_option_fallback_nor_signature_override_in_models_and_nn():
+    paths = [*MODELS.rglob("*.py"), *NN.rglob("*.py")]
+    assert [hit for path in paths for hit in _shortcuts(path)] == []
+
+
+def test_the_shortcut_check_sees_both(tmp_path):
+    probe = tmp_path / "probe.py"
+    probe.write_text(
+        'n = getattr(hyper, "n_paths", 1)\nm = getattr(hyper, field)\n'
+        "def forward(self, x):  # type: ignore[override]\n    pass\n"
+    )
+    assert _shortcuts(probe) == [
+        "probe.py:1 getattr with a default",
+        "probe.py:3 ignores an override",
+    ]

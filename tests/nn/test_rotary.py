@@ -53,7 +53,7 @@ def test_matches_a_float64_re_derivation(dim_x):
     zq, zk = torch.randn(2, 5, 8, generator=g).double(), torch.randn(2, 7, 8, generator=g).double()
     xq, xk = torch.randn(2, 5, dim_x, generator=g).double(), torch.randn(2, 7, dim_x, generator=g)
     mask = torch.tensor([[True] * 7, [True, True, False, True, False, True, True]])
-    out, moved = attn(zq, zk, xq, xk.double(), mask)
+    out, moved = attn.located(zq, zk, xq, xk.double(), mask)
     assert moved is xq  # locations do not move
     assert_close(out, _reference(attn, zq, zk, xq, xk.double(), mask), atol=1e-12, rtol=1e-12)
 
@@ -64,9 +64,11 @@ def test_logits_depend_on_location_differences_only():
     zq, zk = torch.randn(1, 4, 8, generator=g).double(), torch.randn(1, 6, 8, generator=g).double()
     xq, xk = torch.randn(1, 4, 2, generator=g).double(), torch.randn(1, 6, 2, generator=g).double()
     shift = torch.tensor([123.25, -7.5], dtype=torch.float64)
-    assert_close(attn(zq, zk, xq + shift, xk + shift)[0], attn(zq, zk, xq, xk)[0])
+    assert_close(attn.located(zq, zk, xq + shift, xk + shift)[0], attn.located(zq, zk, xq, xk)[0])
     # ... but not on absolute positions of the keys alone
-    assert not torch.allclose(attn(zq, zk, xq, xk + shift)[0], attn(zq, zk, xq, xk)[0])
+    assert not torch.allclose(
+        attn.located(zq, zk, xq, xk + shift)[0], attn.located(zq, zk, xq, xk)[0]
+    )
 
 
 def test_float64_angles_keep_large_shifts_at_float32_rounding():
@@ -98,3 +100,34 @@ def test_options_and_errors():
     assert "log_frequencies" in dict(learned.named_parameters())
     wavelengths = 2 * math.pi / fixed.log_frequencies.exp()
     assert_close(wavelengths[[0, -1]], torch.tensor([20.0, 0.05]), rtol=1e-5, atol=0)
+
+
+@pytest.mark.parametrize("dim_x, dim_head", [(1, 8), (2, 6)])
+def test_the_rotation_is_the_pairwise_formula_bit_for_bit(dim_x, dim_head):
+    """``z cos + swap(z) sin`` on whole heads rounds as ``(a cos - b sin, a sin + b cos)``
+    per pair does (the same products, and a + (-b) is a - b exactly); channels beyond the
+    rotated pairs pass unchanged."""
+    torch.manual_seed(0)
+    attn = RotaryAttention(8, 2, dim_head, dim_x=dim_x)
+    z, x = torch.randn(2, 2, 9, dim_head), torch.randn(2, 9, dim_x) * 30
+    cos, sin = attn.rotation(x, z.dtype)
+    n_rot = 2 * cos.shape[-1]
+    even, odd = z[..., 0:n_rot:2], z[..., 1:n_rot:2]
+    pairwise = torch.stack([even * cos - odd * sin, even * sin + odd * cos], -1).flatten(-2)
+    turned = attn.rotate(z, x)
+    assert torch.equal(turned[..., :n_rot], pairwise)
+    assert torch.equal(turned[..., n_rot:], z[..., n_rot:])
+
+
+def test_queries_at_the_keys_locations_reuse_their_rotation():
+    """A set attending to itself (the same location tensor for queries and keys) reuses the
+    keys' cosines and sines: the same numbers as rotating the queries anew, gradients too."""
+    attn = _attention(2, learn_frequencies=True)
+    g = torch.Generator().manual_seed(3)
+    z, x = torch.randn(2, 6, 8, generator=g).double(), torch.randn(2, 6, 2, generator=g).double()
+    shared = attn(z, z, x_queries=x, x_keys=x)
+    (grad_shared,) = torch.autograd.grad(shared.sum(), attn.log_frequencies)
+    apart = attn(z, z, x_queries=x.clone(), x_keys=x)
+    (grad_apart,) = torch.autograd.grad(apart.sum(), attn.log_frequencies)
+    assert torch.equal(shared, apart)
+    assert_close(grad_shared, grad_apart, atol=1e-12, rtol=1e-12)

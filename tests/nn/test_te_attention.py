@@ -29,10 +29,10 @@ def test_location_update_moves_queries_equivariantly():
     zq, zk = torch.randn(1, 5, 16), torch.randn(1, 7, 16)
     g = torch.Generator().manual_seed(1)
     xq, xk = dyadic((1, 5, 2), g), dyadic((1, 7, 2), g)
-    _, moved = attn(zq, zk, xq, xk)
+    _, moved = attn.located(zq, zk, xq, xk)
     assert (moved - xq).abs().max() > 1e-4  # Eq. 10 does move the locations
     shift = torch.tensor([100.0, -7.0])
-    _, moved_shifted = attn(zq, zk, xq + shift, xk + shift)
+    _, moved_shifted = attn.located(zq, zk, xq + shift, xk + shift)
     torch.testing.assert_close(moved_shifted, moved + shift, atol=1e-4, rtol=0)
     static = TEMultiHeadAttention(16, 2, 8, dim_x=2, location_update=False)
-    assert torch.equal(static(zq, zk, xq, xk)[1], xq)
+    assert torch.equal(static.located(zq, zk, xq, xk)[1], xq)

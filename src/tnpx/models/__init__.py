@@ -1,4 +1,5 @@
-"""Model families. Importing this package registers every model."""
+"""Model families. Importing this package registers every model and, from :mod:`.presets`,
+every preset."""
 
 from . import (  # noqa: F401  (registration side effects)
     attentive,
@@ -10,6 +11,7 @@ from . import (  # noqa: F401  (registration side effects)
     inc_tnp,
     latent,
     linear,
+    presets,
     pseudo_token,
     rcnp,
     reference,

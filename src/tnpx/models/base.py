@@ -166,9 +166,8 @@ class NeuralProcess(nn.Module):
     def reads_missing_outputs(self) -> bool:
         """Whether this model, as built, reads a context with missing outputs."""
         support = self.missing_outputs_support()
-        return support == "always" or (
-            support == "option" and bool(getattr(self.hyper, "missing_outputs", False))
-        )
+        # "option": the model's Hyper has the field (TransformerNP.missing_outputs_support)
+        return support == "always" or (support == "option" and bool(self.hyper.missing_outputs))
 
     @classmethod
     def supports(cls, dim_x: int, dim_y: int) -> bool:
@@ -434,7 +433,8 @@ def resolve_hyper(name: str, preset: str | None = None, **overrides) -> Dataclas
         presets = PRESETS.get(name, {})
         if preset not in presets:
             raise ValueError(
-                f"model {name!r} has no preset {preset!r}; presets: {', '.join(presets) or 'none'}"
+                f"model {name!r} has no preset {preset!r}; presets: "
+                f"{', '.join(sorted(presets)) or 'none'}"
             )
         overrides = {**presets[preset], **overrides}
     valid = hyper_names(cls)

@@ -42,7 +42,7 @@ from torch.distributions import Normal
 
 from ..distributions import LatentMixture
 from ..nn import MLP, check_option, masked_mean
-from .base import likelihood_head, register, register_preset
+from .base import likelihood_head, register
 from .cnp_family import (
     CANPHyper,
     CNPHyper,
@@ -112,7 +112,7 @@ class BootstrapNP(MixtureNP):
         check_option("boot_adapter", hyper.boot_adapter, ("concat", "dense"))
         check_option("bootstrap_loss", hyper.bootstrap_loss, ("sum", "mean"))
         check_option("pair_keys", hyper.pair_keys, ("resampled", "original"))
-        if hyper.pair_keys == "original" and getattr(hyper, "keys", "tokens") != "x":
+        if hyper.pair_keys == "original" and hyper.keys != "x":
             raise ValueError("pair_keys='original' needs keys='x' (keys embedded from inputs)")
         d, dim_r = hyper.dim_model, deterministic_width(hyper)
         self.likelihood = likelihood_head(hyper, dim_y)
@@ -221,41 +221,3 @@ class BANP(BootstrapNP):
     def __init__(self, dim_x: int, dim_y: int, hyper: BANPHyper):
         super().__init__(dim_x, dim_y, hyper)
         self.encoder = attentive_encoder(dim_x, dim_y, hyper)
-
-
-# The TNP-KR code (MLGlobalHealth/dl4bi @ 0205a5ca7871bc523512c0b007c47e36ca8a567c,
-# dl4bi/meta_regression/{bnp,banp}.py, train_utils.py bootstrap_train_step, evaluate,
-# configs/gp/model/{bnp,banp}.yaml): 4 bootstrap samples at training and evaluation, scored per
-# target point (logsumexp over K - log K); decoder h = dec_hid([r, x]) (+ dec_boot(r~)), both
-# Dense(128) with bias, then dec_dist = MLP([128] * 3 + [2]); std = min_std + (1 - min_std)
-# softplus(raw); loss (NLL_boot + NLL_base) / 2 with gradients through the bootstrap contexts
-# (sample_with_replacement stops them only at the data); BNP's encoder MLP([128] * 6), mean;
-# BANP's the CANP kr-code path, whose paired-bootstrap fit keys the cross-attention with the
-# original context inputs (decode(r_ctx_boot, s_ctx_rep, s_ctx_rep)).
-_KR_BOOTSTRAP = dict(
-    n_bootstrap=4, n_train_bootstrap=4, ll_estimate="marginal", dim_model=128,
-    n_decoder_hidden=3, boot_adapter="dense", bootstrap_loss="mean", bootstrap_grad=True,
-    scale_transform="affine_softplus", min_std=0.0,
-)  # fmt: skip
-register_preset("bnp", "kr-code", **_KR_BOOTSTRAP, n_encoder_hidden=5)
-register_preset(
-    "banp", "kr-code", **_KR_BOOTSTRAP, n_layers=1, n_heads=8, dim_head=16, n_embed_hidden=2,
-    layer="bare", keys="x", n_key_hidden=1, pair_keys="original",
-)  # fmt: skip
-
-# The BNP code (juho-lee/bnp @ 4cf4b92b38b3ac2aa4bfbbd81de596c9bf7e9645 = tung-nd/TNP-pytorch @
-# 73df9225, regression/models/{bnp,banp}.py on cnp.py / canp.py, configs/gp/{bnp,banp}.yaml,
-# gp.py): the CNP / CANP bnp-code encoders; Decoder.add_ctx: fc([r, x]) + fc_ctx(r~) with
-# fc_ctx bias-free (the concat adapter); the bootstrap under torch.no_grad (paired resample,
-# base fit at the context, resampled and centred standardised residuals); loss -(LL_base +
-# LL_boot), LL_boot per target point (logmeanexp over K); 4 bootstraps in training, 50 at
-# evaluation.
-_BNP_BOOTSTRAP = dict(
-    n_bootstrap=50, n_train_bootstrap=4, ll_estimate="marginal", dim_model=128,
-    n_decoder_hidden=2, scale_transform="affine_softplus", min_std=0.1,
-)  # fmt: skip
-register_preset("bnp", "bnp-code", **_BNP_BOOTSTRAP, n_paths=2, n_encoder_hidden=3, n_post_hidden=1)
-register_preset(
-    "banp", "bnp-code", **_BNP_BOOTSTRAP, n_layers=1, n_heads=8, dim_head=16, n_embed_hidden=1,
-    n_key_hidden=1, layer="bnp", keys="x", pooled_path=True,
-)  # fmt: skip

@@ -44,6 +44,7 @@ from ..nn import (
 )
 from ..validation import validate_inputs
 from .base import HeadHyper, NeuralProcess, likelihood_head
+from .sizes import zero_allowed
 
 OBJECTIVES = ("ml", "elbo", "kr-code", "bnp-code")
 DECODER_ORDERS = ("r-z-x", "x-r-z")
@@ -60,15 +61,16 @@ def seeded_generator() -> torch.Generator:
 class CNPHyper(HeadHyper):
     """CNP sizes (TE F.1), and the BNP code's encoder options (``docs/fidelity.md``)."""
 
-    zero_allowed: ClassVar[frozenset[str]] = frozenset({"n_post_hidden"})
-
     dim_model: int = 128
     n_encoder_hidden: int = 5
     n_decoder_hidden: int = 2
     # pooling encoders side by side, their outputs concatenated (the BNP code's CNP: 2)
     n_paths: int = 1
     # hidden layers of an MLP after the mean (None: none; the BNP code: 1)
-    n_post_hidden: int | None = None
+    n_post_hidden: int | None = zero_allowed(None)
+    # CANP's options, fixed for a CNP (the shared code reads every CNP-family hyper alike)
+    pooled_path: ClassVar[bool] = False
+    keys: ClassVar[str] = "tokens"
 
 
 def pooling_encoder(dim_x: int, dim_y: int, hyper) -> nn.Module:
@@ -79,7 +81,7 @@ def pooling_encoder(dim_x: int, dim_y: int, hyper) -> nn.Module:
             dim_x + dim_y, hyper.dim_model, hyper.n_encoder_hidden, hyper.n_post_hidden
         )
 
-    n_paths = getattr(hyper, "n_paths", 1)
+    n_paths = hyper.n_paths
     return one() if n_paths == 1 else ConcatEncoders([one() for _ in range(n_paths)])
 
 
@@ -99,10 +101,8 @@ class CANPHyper(HeadHyper):
       concatenated to the cross-attention output (the BNP code's CANP and BANP).
     """
 
-    zero_allowed: ClassVar[frozenset[str]] = frozenset({"n_layers", "n_key_hidden"})
-
     dim_model: int = 128
-    n_layers: int = 2
+    n_layers: int = zero_allowed(2)  # 0: no self-attention, the cross-attention remains
     n_heads: int = 8
     dim_head: int = 16
     dim_ff: int = 128
@@ -110,8 +110,9 @@ class CANPHyper(HeadHyper):
     n_decoder_hidden: int = 2
     layer: str = "block"  # block | bare | bnp
     keys: str = "tokens"  # tokens | x
-    n_key_hidden: int | None = None  # None: n_embed_hidden
+    n_key_hidden: int | None = zero_allowed(None)  # None: n_embed_hidden
     pooled_path: bool = False
+    n_paths: ClassVar[int] = 1  # CNP's option, fixed for a CANP
 
 
 def attentive_encoder(dim_x: int, dim_y: int, hyper: CANPHyper) -> nn.Module:
@@ -160,8 +161,7 @@ def attentive_pooling(dim_in: int, dim_out: int, hyper: CANPHyper, cls=Attentive
 def deterministic_width(hyper) -> int:
     """The width of the deterministic path's output ``r`` (the decoder's input before ``x``):
     ``dim_model`` times the number of paths side by side."""
-    paths = getattr(hyper, "n_paths", 1) * (2 if getattr(hyper, "pooled_path", False) else 1)
-    return hyper.dim_model * paths
+    return hyper.dim_model * hyper.n_paths * (2 if hyper.pooled_path else 1)
 
 
 class MixtureNP(NeuralProcess):

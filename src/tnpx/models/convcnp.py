@@ -63,9 +63,7 @@ preset: a fixed grid on the canvas) or the thesis' 6 points per unit with a plai
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, replace
-from typing import ClassVar
 
 import torch
 
@@ -79,7 +77,8 @@ from ..nn import (
     grid_box,
     map_target_chunks,
 )
-from .base import HeadHyper, NeuralProcess, RawContext, likelihood_head, register, register_preset
+from .base import HeadHyper, NeuralProcess, RawContext, likelihood_head, register
+from .sizes import zero_allowed
 
 GRIDS = ("context", "union", "fixed")
 SETCONV_SCALES = ("per-dim", "per-channel")
@@ -121,13 +120,11 @@ class ConvCNPHyper(HeadHyper):
     setconv_trainable: bool = True
     density: str = "normalised"  # normalised [density, data / density] | appended [data, density]
     readout_density: bool = False  # the read-out carries a normalising density channel
-    n_grid_encoder_hidden: int | None = None  # map on the grid before the CNN (None: none)
-    n_readout_hidden: int | None = None  # map after the read-out (None: none)
+    # maps on the grid before the CNN and after the read-out (None: none; 0 hidden layers: a
+    # linear map, the TNP-KR code's Dense layers)
+    n_grid_encoder_hidden: int | None = zero_allowed(None)
+    n_readout_hidden: int | None = zero_allowed(None)
     batch_norm: str = "batch"  # batch | frozen (cnn="resnet")
-    # 0 hidden layers: a linear map (the TNP-KR code's Dense layers)
-    zero_allowed: ClassVar[frozenset[str]] = frozenset(
-        {"n_grid_encoder_hidden", "n_readout_hidden"}
-    )
 
 
 # The grid's density when a config does not set it (module docstring, "Cost").
@@ -285,72 +282,3 @@ class ConvCNP(NeuralProcess):
         if self.readout_map is not None:
             features = self.readout_map(features)
         return self.likelihood(self.decoder(features))
-
-
-# The TNP-KR code's ConvCNP (MLGlobalHealth/dl4bi @ 0205a5ca, dl4bi/meta_regression/convcnp.py,
-# dl4bi/core/conv.py, benchmarks/meta_regression/configs/gp/model/convcnp.yaml): a grid
-# linspace(-2.5, 2.5, int(64 * 5)) shared by every task; ConvDeepSet (Euclidean RBF with
-# a length scale per channel, exp(log_lengthscale) initialised at exp(-1); [density, data /
-# (density + 1e-8)]; Dense(128)); ConvCNPNet of 5 ConvCNPBlocks (BatchNorm, ReLU, depthwise
-# conv (kernel 19), pointwise conv, BatchNorm, ReLU, depthwise conv, pointwise conv of
-# (h + residual); 128 channels), whose BatchNorms read their initial running statistics in
-# training too (ConvCNP calls conv_net without `training`); a ConvDeepSet read-out from the
-# grid to the targets with its own density channel and Dense(128); head MLP([128] * 4 + [2]),
-# std = min_std + (1 - min_std) softplus(raw). 1D only (the code's grid has one axis).
-register_preset(
-    "convcnp",
-    "kr-code",
-    grid="fixed",
-    grid_min=-2.5,
-    grid_max=2.5,
-    points_per_unit=64,
-    grid_points=None,
-    setconv_scales="per-channel",
-    setconv_transform="exp",
-    init_length_scale=math.exp(-1.0),
-    density="normalised",
-    readout_density=True,
-    n_grid_encoder_hidden=0,
-    n_readout_hidden=0,
-    cnn="resnet",
-    batch_norm="frozen",
-    dim_model=128,
-    n_layers=5,
-    kernel_size=19,
-    n_decoder_hidden=4,
-    scale_transform="affine_softplus",
-    min_std=0.0,
-)
-
-# cambridge-mlg/tnp @ e2adb62406a2382b47c4a10f06b2d38c7aa97001, experiments/configs/models/
-# convcnp.yml (the same in cambridge-mlg/tetnp @ 9f1f38d) with experiments/configs/generators/
-# synthetic-1d.yml (grid_range = target_range [-4, 4]): tnp/models/convcnp.py ConvCNPEncoder
-# (yc -> [yc, 1]; SetConvGridEncoder on construct_grid: linspace(-4, 4, 128); weights exp(-0.5
-# sum_d (x_d - g_d)^2 / l_d^2), l = 1e-5 + softplus(param) per input dimension, init 0.1, no
-# normalisation; z_encoder MLP(dy + 1 -> 32, two hidden layers of 32); CNN of 5 ConvBlocks
-# conv(relu(z)), 32 channels, kernel 9 (tnp/networks/cnn.py); SetConvGridDecoder, its own
-# length scale, init 0.1, plain weighted sum), TNPDecoder MLP(32 -> 2 dy, two hidden layers of
-# 32), HeteroscedasticNormalLikelihood: std = softplus(raw) ** 0.5 + 0.
-register_preset(
-    "convcnp",
-    "te-code",
-    grid="fixed",
-    grid_min=-4.0,
-    grid_max=4.0,
-    points_per_unit=16,
-    grid_points=128,
-    setconv_scales="per-dim",
-    setconv_transform="softplus",
-    init_length_scale=0.1,
-    density="appended",
-    readout_density=False,
-    n_grid_encoder_hidden=2,
-    n_readout_hidden=None,
-    cnn="preact",
-    dim_model=32,
-    n_layers=5,
-    kernel_size=9,
-    n_decoder_hidden=2,
-    scale_transform="sqrt_softplus",
-    min_std=0.0,
-)

@@ -15,7 +15,7 @@ from torch.distributions import Normal
 from ..batch import Batch
 from ..kernels import KERNELS, canonical_kernel, kernel_matrix_mixed
 from ..validation import validate_inputs
-from .base import NeuralProcess, register, register_preset
+from .base import NeuralProcess, register
 
 
 @dataclass
@@ -131,9 +131,3 @@ class GPOracle(NeuralProcess):
             batch.xc, batch.yc, batch.xt, batch.mask_c, self.dim_x, self.dim_y, None, None
         )
         return self._predict(xc, yc, xt, mask_c, {k: batch.info[k] for k in needed})
-
-
-# Not a model of the TNP-KR code (the exact GP posterior, nothing trained): its
-# ``kr-code`` preset changes nothing, so the KR exact-protocol
-# configs (``model.preset: kr-code``) serve this row too.
-register_preset("gp-oracle", "kr-code")

@@ -16,16 +16,24 @@ Cost O((Nc + Nt) d^2) per layer: linear in the number of context and target poin
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-from torch import nn
+from typing import ClassVar
 
 from ..nn import HyperMixing, LinearAttention
-from .base import HeadHyper, register
-from .transformer import TransformerNP
+from .base import register
+from .transformer import TransformerHyper, TransformerNP
 
 
 @dataclass
-class HyperMixNPHyper(HeadHyper):
+class HyperMixNPHyper(TransformerHyper):
+    # Not options of HyperMixNP: the tnp skeleton's structure, and no attention heads
+    # (HyperMixer mixes tokens through generated weights).
+    n_heads: ClassVar[int] = 0
+    dim_head: ClassVar[int] = 0
+    share_weights: ClassVar[bool] = True
+    targets_read: ClassVar[str] = "input"
+    norm: ClassVar[str] = "pre"
+    dim_decoder_hidden: ClassVar[int | None] = None
+    missing_outputs: ClassVar[bool] = False
     dim_model: int = 128
     n_layers: int = 5
     dim_ff: int = 128  # feed-forward width, also the hidden width of the hypernetworks
@@ -41,7 +49,7 @@ class LinearTNP(TransformerNP):
 
     summary = "TNP with linear attention, phi = elu + 1 (Katharopoulos 2020; thesis Eq. 7.3.1)"
 
-    def _attention(self, layer: int) -> nn.Module:
+    def _attention(self, layer: int) -> LinearAttention:
         return LinearAttention(self.hyper.dim_model, self.hyper.n_heads, self.hyper.dim_head)
 
 
@@ -52,6 +60,6 @@ class HyperMixNP(TransformerNP):
     Hyper = HyperMixNPHyper
     summary = "TNP with HyperMixer token mixing h_q(Z_t) GELU(h_k(Z_c)^T Z_c) (thesis Eq. 7.4.2)"
 
-    def _attention(self, layer: int) -> nn.Module:
+    def _attention(self, layer: int) -> HyperMixing:
         h = self.hyper
         return HyperMixing(h.dim_model, h.dim_mixing, h.dim_ff, h.aggregate)

@@ -17,8 +17,8 @@ never computed; ``final_context_block=False`` also drops its parameters (cambrid
 ``ISTEncoder`` has ``num_layers - 1`` such blocks).
 
 Presets computing the TE paper's code (cambridge-mlg/tnp ``ist.yml`` / ``lbanp.yml``,
-cambridge-mlg/tetnp ``teist.yml``; ``docs/fidelity.md``): ``pt-tnp-ist`` and
-``pt-tnp-perceiver`` ``te-code``, ``te-pt-tnp`` ``released-code``.
+cambridge-mlg/tetnp ``teist.yml``; ``docs/fidelity.md``; :mod:`tnpx.models.presets.te_code`):
+``pt-tnp-ist`` and ``pt-tnp-perceiver`` ``te-code``, ``te-pt-tnp`` ``released-code``.
 """
 
 from __future__ import annotations
@@ -42,9 +42,8 @@ from ..nn import (
     softmax_block,
     zero_where_no_key,
 )
-from .base import NeuralProcess, likelihood_head, register, register_preset
+from .base import NeuralProcess, likelihood_head, register
 from .rotary_options import rotary_attention
-from .te_code import TE_CODE_ATTENTION, TE_CODE_HEAD, TE_CODE_SIZES
 from .transformer import TransformerSizes, te_attention
 
 
@@ -287,36 +286,3 @@ class TEPTTNPRope(TEPTTNP):
     def _block(self) -> ResidualBlock:
         h = self.hyper
         return ResidualBlock(h.dim_model, h.dim_ff, rotary_attention(h, self.dim_x))
-
-
-# TE Table 7 ablation: no input adjustment (psi = 1/N in Eq. 11, no Eq. 10 updates).
-register_preset("te-pt-tnp", "no-input-adjustment", location_update=False, pseudo_init="mean")
-
-# The TE paper's code (te_code.py). cambridge-mlg/tnp @ e2adb62 experiments/configs/models/
-# ist.yml / lbanp.yml: ISTEncoder / PerceiverEncoder (tnp/networks/transformer.py) of pre-norm
-# MultiHeadCrossAttentionLayer (norm1 on queries and keys) / MultiHeadSelfAttentionLayer,
-# num_latents 32 latents from randn; ISTEncoder holds num_layers - 1 context (qtoc) layers;
-# tokens xy_encoder([x, y, 0]) / ([x, 0, 1]) (tnp/models/tnp.py TNPEncoder with
-# preprocess_observations); decoder and head as te_code.py.
-_PT_CODE = dict(
-    n_pseudo=32, tokens="target-flagged", qkv_bias=False, **TE_CODE_SIZES, **TE_CODE_HEAD
-)
-register_preset("pt-tnp-ist", "te-code", final_context_block=False, **_PT_CODE)
-register_preset("pt-tnp-perceiver", "te-code", **_PT_CODE)
-
-# cambridge-mlg/tetnp @ 9f1f38d experiments/configs/models/teist.yml: TEISTEncoder
-# (tetnp/networks/tetransformer.py) of MultiHeadCrossTEAttentionLayer, num_layers of each
-# (ctoq, qtoc, qtot), no pseudo_token_initialiser, so pseudo-locations latent_inputs +
-# mean(x_c) (psi = 1/N, not Eq. 11's attention), and no phi (no Eq. 10 update); TE attention,
-# tokens, decoder and head as TE-TNP's (te_code.py). tetnp's PseudoTokenInitialiser (Eq. 11,
-# tept_init.py) is pseudo_init="attention" with qkv_bias=False; no config uses it.
-register_preset(
-    "te-pt-tnp",
-    "released-code",
-    n_pseudo=32,
-    pseudo_init="mean",
-    final_context_block=True,
-    **TE_CODE_SIZES,
-    **TE_CODE_ATTENTION,
-    **TE_CODE_HEAD,
-)

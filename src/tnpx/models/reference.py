@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import torch
 from torch.distributions import Normal
 
-from .base import NeuralProcess, register, register_preset
+from .base import NeuralProcess, register
 
 
 @dataclass
@@ -80,9 +80,3 @@ class ContextMoments(NeuralProcess):
     def _decode_targets(self, state: Moments, xt: torch.Tensor) -> Normal:
         shape = (xt.shape[0], xt.shape[1], self.dim_y)
         return Normal(state.mean.expand(shape), state.std.expand(shape), validate_args=False)
-
-
-# Not a model of the TNP-KR code (a reference row of tnpx, nothing trained): its
-# ``kr-code`` preset changes nothing, so the KR exact-protocol
-# configs (``model.preset: kr-code``) serve this row too.
-register_preset("context-moments", "kr-code")

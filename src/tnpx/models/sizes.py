@@ -2,8 +2,9 @@
 
 The rule is generic, so a newly registered model is covered without listing its options: an
 integer option named ``dim_*`` or ``n_*`` (or one of :data:`OTHER_SIZES`) must be >= 1,
-except the counts in :data:`ZERO_ALLOWED`, where 0 is a meaningful model. Without it
-``n_heads=0`` built and trained a model with no attention at all.
+except the counts in :data:`ZERO_ALLOWED` and the fields a model's ``Hyper`` declares with
+:func:`zero_allowed`, where 0 is a meaningful model. Without it ``n_heads=0`` built and trained
+a model with no attention at all.
 """
 
 from __future__ import annotations
@@ -48,19 +49,25 @@ SMALL_SIZES = {
 }
 
 
+def zero_allowed(default: int | None):
+    """A ``Hyper`` field for a count where 0 is a meaningful model beyond :data:`ZERO_ALLOWED`
+    (CANP's ``n_layers``: no self-attention blocks, the cross-attention remains):
+    ``n_layers: int = zero_allowed(2)``."""
+    return dataclasses.field(default=default, metadata={"zero_allowed": True})
+
+
 def _takes_int(hint) -> bool:
     return hint is int or int in typing.get_args(hint)
 
 
 def size_minimum(hyper: type, key: str) -> int | None:
     """The least value integer option ``key`` of a model's ``Hyper`` dataclass may take (None:
-    not a size or count, e.g. ``feature_seed``, or not an integer option). A ``Hyper`` names
-    its own extra zero-allowed counts in a class attribute ``zero_allowed`` (CANP:
-    ``n_layers``, no self-attention blocks, the cross-attention remains)."""
-    hint = typing.get_type_hints(hyper).get(key)
-    if hint is None or not _takes_int(hint):
+    not a size or count, e.g. ``feature_seed``, or not an integer option). A ``Hyper`` marks
+    its own extra zero-allowed counts with :func:`zero_allowed`."""
+    field = {f.name: f for f in dataclasses.fields(hyper)}.get(key)
+    if field is None or not _takes_int(typing.get_type_hints(hyper)[key]):
         return None
-    if key in ZERO_ALLOWED or key in getattr(hyper, "zero_allowed", ()):
+    if key in ZERO_ALLOWED or field.metadata.get("zero_allowed", False):
         return 0
     if key.startswith(("dim_", "n_")) or key in OTHER_SIZES:
         return 1

@@ -7,9 +7,10 @@ locations (TE Eq. 10). So predictions are unchanged when context and targets are
 together (and, for ``re-te-tnp``, rotated). As in the TE paper's Figure 2, each stream has its
 own weights and the targets of a layer read the context after that layer's self-attention
 (``share_weights=False``, ``targets_read="updated"``: the skeleton's options, with TE-TNP's
-defaults). The preset ``released-code`` is the TE code's model exactly (cambridge-mlg/tetnp
-``tetnp.yml``: shared weights, no location update, no q/k/v biases, rho reading
-``[x_n - x_m, dots]``, the ``sqrt(softplus) + 0`` head; ``docs/fidelity.md``). ``update_order``
+defaults). The preset ``released-code`` (:mod:`tnpx.models.presets.te_code`) is the TE code's
+model exactly (cambridge-mlg/tetnp ``tetnp.yml``: shared weights, no location update, no q/k/v
+biases, rho reading ``[x_n - x_m, dots]``, the ``sqrt(softplus) + 0`` head;
+``docs/fidelity.md``). ``update_order``
 (``"sequential"`` = ``targets_read="updated"``, ``"parallel"`` = ``"input"``) is the option's
 earlier name, still accepted (saved configs and checkpoints hold it).
 """
@@ -17,13 +18,11 @@ earlier name, still accepted (saved configs and checkpoints hold it).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
-from torch import nn
-
-from ..nn import check_option
-from .base import register, register_preset
+from ..nn import RotaryAttention, TEMultiHeadAttention, check_option
+from .base import register
 from .rotary_options import rotary_attention
-from .te_code import TE_CODE_ATTENTION, TE_CODE_HEAD, TE_CODE_SIZES
 from .transformer import TransformerHyper, TransformerNP, te_attention
 
 # The earlier name of `targets_read`: sequential: targets read the context after the layer's
@@ -33,6 +32,7 @@ UPDATE_ORDERS = {"sequential": "updated", "parallel": "input"}
 
 @dataclass
 class TETNPHyper(TransformerHyper):
+    tokens: ClassVar[str] = "y-only"  # context [y, 0], targets [0, 1]: no x in a token
     share_weights: bool = False  # one block for context MHSA and target MHCA (released code)
     targets_read: str = "updated"  # targets attend to the updated context, or the layer input
     relative: str = "post"  # post (TE Eq. 8) | pre | rbf | identity (thesis variants)
@@ -60,7 +60,6 @@ class TETNPHyper(TransformerHyper):
 
 class _TETNPBase(TransformerNP):
     Hyper = TETNPHyper
-    tokens = "y-only"
     translation_equivariant = True
     rotation_invariant_logits = False
 
@@ -75,7 +74,7 @@ class _TETNPBase(TransformerNP):
             ("target_layers.", targets),
         )
 
-    def _attention(self, layer: int) -> nn.Module:
+    def _attention(self, layer: int) -> TEMultiHeadAttention:
         return te_attention(self.hyper, self.dim_x, self.rotation_invariant_logits)
 
 
@@ -101,28 +100,9 @@ class RETETNP(_TETNPBase):
     summary = "Rotation- and translation-equivariant TE-TNP: logits use |x_n - x_m| (thesis)"
 
 
-# The TE paper's code, cambridge-mlg/tetnp @ 9f1f38d (te_code.py), experiments/configs/models/
-# tetnp.yml: one MultiHeadCrossTEAttentionLayer per layer serves the context (zc, zc) and the
-# targets (zt, zc) (TETNPTransformerEncoder reuses mhca_layers as mhsa_layers), the targets
-# reading the context after the layer's update (tetnp/networks/tetransformer.py); pre-norm with
-# norm1 on queries and keys, FF E -> E -> E with ReLU (teattention_layers.py); TE attention as
-# TE_CODE_ATTENTION (teattention.py); tokens y_encoder([y, 0]) / y_encoder([0, 1])
-# (tetnp/models/tetnp.py with tnp's preprocess_observations); decoder and head as te_code.py.
-register_preset(
-    "te-tnp",
-    "released-code",
-    share_weights=True,
-    targets_read="updated",
-    norm="pre",
-    dim_decoder_hidden=None,
-    **TE_CODE_SIZES,
-    **TE_CODE_ATTENTION,
-    **TE_CODE_HEAD,
-)
-
-
 @dataclass
 class RopeTNPHyper(TransformerHyper):
+    tokens: ClassVar[str] = "y-only"  # as TE-TNP: no x in a token
     share_weights: bool = False  # as TE-TNP: one block per stream
     targets_read: str = "updated"  # as TE-TNP: targets read the context after self-attention
     min_wavelength: float = 0.05  # the band of rotation wavelengths per input dimension
@@ -138,5 +118,5 @@ class TETNPRope(_TETNPBase):
     Hyper = RopeTNPHyper
     summary = "TE-TNP structure with rotary (RoPE) attention: exactly translation equivariant, SDPA"
 
-    def _attention(self, layer: int) -> nn.Module:
+    def _attention(self, layer: int) -> RotaryAttention:
         return rotary_attention(self.hyper, self.dim_x)

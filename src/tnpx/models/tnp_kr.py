@@ -13,28 +13,37 @@ mask: O(Nc^2 + Nc Nt) time, linear memory. ``tnp-kr-fast`` uses FAVOR+ (KR §3.2
 and Nt.
 
 The defaults are the code's structure, sizes and FAVOR+ construction but not quite its
-function: the preset ``kr-code`` (both models) is MLGlobalHealth/dl4bi @ 0205a5ca
-(``dl4bi/meta_regression/tnp_kr.py``, ``dl4bi/core/transformer.py`` ``KRBlock`` /
-``KRStack``, ``dl4bi/core/attention.py``), which differs from the defaults in the LayerNorm
-epsilon (Flax's 1e-6), the head (``std = min_std + (1 - min_std) exp(raw / 2)``, not
-``max(exp(raw / 2), min_std)``: the same at ``min_std = 0``) and, for FAVOR+, no stabiliser
-and one feature draw per layer shared by its heads, from an uncorrected QR. See
-``docs/fidelity.md``.
+function: the preset ``kr-code`` (both models; :mod:`tnpx.models.presets.kr_code`) is
+MLGlobalHealth/dl4bi @ 0205a5ca (``dl4bi/meta_regression/tnp_kr.py``,
+``dl4bi/core/transformer.py`` ``KRBlock`` / ``KRStack``, ``dl4bi/core/attention.py``), which
+differs from the defaults in the LayerNorm epsilon (Flax's 1e-6), the head (``std = min_std +
+(1 - min_std) exp(raw / 2)``, not ``max(exp(raw / 2), min_std)``: the same at ``min_std = 0``)
+and, for FAVOR+, no stabiliser and one feature draw per layer shared by its heads, from an
+uncorrected QR. See ``docs/fidelity.md``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
-from torch import nn
-
-from ..nn import MLP, PerformerAttention, TokenEmbedder
-from .base import HeadHyper, register, register_preset
-from .transformer import TransformerNP
+from ..nn import PerformerAttention
+from .base import register
+from .transformer import TransformerHyper, TransformerNP
 
 
 @dataclass
-class TNPKRHyper(HeadHyper):
+class TNPKRHyper(TransformerHyper):
+    # The TNP-KR code's structure (KR Algorithm 2), not options: one block per layer for both
+    # streams, targets reading the layer's input context, pre-norm blocks, tokens MLP([x, y])
+    # with one hidden layer (of dim_embed_hidden), a decoder of one hidden layer.
+    share_weights: ClassVar[bool] = True
+    targets_read: ClassVar[str] = "input"
+    norm: ClassVar[str] = "pre"
+    missing_outputs: ClassVar[bool] = False
+    tokens: ClassVar[str] = "plain"
+    n_embed_hidden: ClassVar[int] = 1
+    n_decoder_hidden: ClassVar[int] = 1
     dim_model: int = 64
     n_layers: int = 6
     n_heads: int = 4
@@ -60,16 +69,7 @@ class TNPKRFastHyper(TNPKRHyper):
 
 class _TNPKR(TransformerNP):
     Hyper = TNPKRHyper
-    tokens = "plain"
     final_norm = True
-
-    def _embedder(self) -> TokenEmbedder:
-        h = self.hyper
-        return TokenEmbedder("plain", self.dim_x, self.dim_y, h.dim_model, h.dim_embed_hidden, 1)
-
-    def _decoder(self) -> MLP:
-        h = self.hyper
-        return MLP(h.dim_model, self.likelihood.n_params, h.dim_decoder_hidden, n_hidden=1)
 
 
 @register("tnp-kr-full")
@@ -86,7 +86,7 @@ class TNPKRFast(_TNPKR):
     Hyper = TNPKRFastHyper
     summary = "TNP-KR with Performer (FAVOR+) attention in the KRBlocks: linear in Nc and Nt"
 
-    def _attention(self, layer: int) -> nn.Module:
+    def _attention(self, layer: int) -> PerformerAttention:
         h = self.hyper
         return PerformerAttention(
             h.dim_model,
@@ -100,33 +100,3 @@ class TNPKRFast(_TNPKR):
             feature_qr=h.feature_qr,
             feature_heads=h.feature_heads,
         )
-
-
-# MLGlobalHealth/dl4bi @ 0205a5ca7871bc523512c0b007c47e36ca8a567c (the TNP-KR paper's code),
-# benchmarks/meta_regression/configs/gp/model/tnp_kr_{full,fast}.yaml: TNPKR
-# (dl4bi/meta_regression/tnp_kr.py) with embed_s_f MLP([256, 64]) on [x, y] / [x, 0], a KRStack
-# of 6 KRBlocks (dl4bi/core/transformer.py: pre-norm, one Flax LayerNorm (eps 1e-6) on queries
-# and keys, the same MultiHeadAttention for both streams, keys the block's input context, a
-# second LayerNorm and MLP([128, 64]) on both), final LayerNorm, head MLP([128, 2 dim_y]),
-# std = min_std + (1 - min_std) exp(raw / 2). MultiHeadAttention (dl4bi/core/attention.py):
-# 4 heads, q/k/v/out single Dense(64) layers with bias, scores q.k / sqrt(16). FAVOR+
-# (FastAttention): 64 features from gaussian_orf (QR blocks without sign correction, rows
-# scaled by sqrt(d)), one projection per layer for all heads, q and k scaled by d^-1/4,
-# phi = exp(x W^T - |x|^2 / 2) / sqrt(m) without max-subtraction, masked keys zeroed after
-# phi, normaliser clamped at 1e-6; never redrawn in training (vanilla_train_step).
-_KR_CODE = dict(
-    dim_model=64, n_layers=6, n_heads=4, dim_head=16, dim_ff=128, dim_embed_hidden=256,
-    dim_decoder_hidden=128, norm_eps=1e-6, scale_transform="affine_exp", min_std=0.0,
-)  # fmt: skip
-register_preset("tnp-kr-full", "kr-code", **_KR_CODE)
-register_preset(
-    "tnp-kr-fast",
-    "kr-code",
-    **_KR_CODE,
-    n_features=64,
-    redraw_every=0,
-    stabilise=False,
-    feature_norm="sqrt_d",
-    feature_qr="plain",
-    feature_heads="shared",
-)

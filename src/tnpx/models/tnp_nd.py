@@ -30,8 +30,8 @@ where the covariance's diagonal comes from,
 with ``"factor"``, ``"factor-tanh"`` and ``"net"`` the decoder predicts the mean only (the
 code's ``mean_net``) and the head's ``scale_transform`` and ``min_std`` are unused.
 ``dim_cov_hidden`` is the width of the projection (and ``diag_net``) MLP (None: ``dim_model``;
-the code: ``dim_feedforward``). Preset ``tnpd-code``: the code with
-``regression/configs/gp/tnpnd.yaml`` (``docs/fidelity.md``).
+the code: ``dim_feedforward``). Preset ``tnpd-code`` (:mod:`tnpx.models.presets.tnpd_code`):
+the code with ``regression/configs/gp/tnpnd.yaml`` (``docs/fidelity.md``).
 
 Targets interact: the target self-attention makes every target's marginal depend on the other
 targets of the call, and the Cholesky form on their order as well (``targets_interact``). Only
@@ -48,9 +48,9 @@ from torch import nn
 
 from ..batch import Batch
 from ..distributions import JointGaussian
-from ..nn import MLP, TOKEN_KINDS, TokenEmbedder, check_option, softmax_block
-from .base import register, register_preset
-from .transformer import TransformerHyper, TransformerNP
+from ..nn import MLP, check_option, softmax_block
+from .base import register
+from .transformer import XY_TOKENS, TransformerHyper, TransformerNP
 
 COVARIANCES = ("cholesky", "lowrank")
 DIAGONALS = {"head": COVARIANCES, "factor": ("cholesky",), "factor-tanh": ("cholesky",),
@@ -74,6 +74,8 @@ class TNPND(TransformerNP):
     covariance over all targets from target self-attention and a projection."""
 
     Hyper = TNPNDHyper
+    hyper: TNPNDHyper
+    token_kinds = XY_TOKENS
     summary = "TNP-ND: TNP with a joint Gaussian over all targets (low-rank or Cholesky covariance)"
     targets_interact: ClassVar[bool] = True
     # Format 1 held a `tnp` model by composition.
@@ -108,19 +110,10 @@ class TNPND(TransformerNP):
         if hyper.diagonal == "net":  # tnpnd.py diag_net: build_mlp(d, dim_feedforward, dy, depth)
             self.diag_net = MLP(d, dim_y, width, hyper.n_cov_hidden)
 
-    def _embedder(self) -> TokenEmbedder:
-        h = self.hyper
-        check_option("tokens", h.tokens, [k for k in TOKEN_KINDS if k != "y-only"])
-        return TokenEmbedder(
-            h.tokens, self.dim_x, self.dim_y, h.dim_model, h.dim_model, h.n_embed_hidden
-        )
-
     def _decoder(self) -> MLP:
         if self.hyper.diagonal == "head":
             return super()._decoder()
-        h = self.hyper  # the mean only (tnpnd.py mean_net)
-        width = h.dim_decoder_hidden or h.dim_model
-        return MLP(h.dim_model, self.dim_y, width, h.n_decoder_hidden)
+        return self._decoder_mlp(self.dim_y)  # the mean only (tnpnd.py mean_net)
 
     def _decode_targets(self, state, xt) -> JointGaussian:
         """One joint Gaussian over the targets ``xt [b, n_tgt, dim_x]`` decoded together."""
@@ -154,34 +147,3 @@ class TNPND(TransformerNP):
         self.refuse_target_mask(batch)  # targets attend to targets: padding would enter
         pred = self.predict_batch(batch) if pred is None else pred
         return pred.joint_log_prob(batch.yt) / max(batch.yt.shape[1], 1)
-
-
-# tung-nd/TNP-pytorch @ 73df9225ab584b6148645851d82f96df518da78a, regression/models/tnpnd.py with
-# regression/configs/gp/tnpnd.yaml: TNP.encode is TNP-D's (the tnp-d preset tnpd-code: post-norm
-# nn.TransformerEncoderLayer stack, tokens [x, y] / [x, 0] through build_mlp of depth 4, every
-# token attending to the context; d_model 64, 6 layers, 4 heads, dim_feedforward 128;
-# tests/models/test_fidelity_tnp_nd.py checks these options equal that preset's); mean_net
-# Linear(64, 128), ReLU, Linear(128, dy); std_encoder: 2 post-norm layers over the targets;
-# projector build_mlp(64, 128, 20 dy, 4); cov_approx cholesky: L = tril(F F^T), no bound_std.
-register_preset(
-    "tnp-nd",
-    "tnpd-code",
-    share_weights=True,
-    targets_read="input",
-    norm="post",
-    tokens="plain",
-    dim_model=64,
-    n_layers=6,
-    n_heads=4,
-    dim_head=None,
-    dim_ff=128,
-    n_embed_hidden=3,
-    n_decoder_hidden=1,
-    dim_decoder_hidden=128,
-    covariance="cholesky",
-    diagonal="factor",
-    rank=20,
-    n_cov_layers=2,
-    n_cov_hidden=3,
-    dim_cov_hidden=128,
-)

@@ -14,10 +14,11 @@ A :class:`TransformerNP` is assembled from shared parts of :mod:`tnpx.nn`:
 3. an optional final LayerNorm, a decoder MLP and a Gaussian likelihood head.
 
 A registered model is a subclass that states its paper's choices in a few lines: the defaults
-of its ``Hyper``, or class attributes for a model whose ``Hyper`` does not take an option
-(TNP-KR, HyperMixNP). The context is encoded once (:meth:`_encode_context`: the prepared keys
-of every layer) and targets are decoded against it (:meth:`_decode_targets`), so the one-shot
-forward and streamed prediction are one computation. Registers no model itself.
+of its ``Hyper``, a subclass of :class:`TransformerHyper`, which holds every choice the skeleton
+reads. A choice the model does not offer as an option (TNP-KR's one set of weights per layer)
+is a class constant of its ``Hyper``. The context is encoded once (:meth:`_encode_context`: the
+prepared keys of every layer) and targets are decoded against it (:meth:`_decode_targets`), so
+the one-shot forward and streamed prediction are one computation. Registers no model itself.
 
 ``missing_outputs`` (a :class:`TransformerHyper` field, default False) lets a model read a
 context whose points miss some outputs (``mask_yc``, a user's table with gaps): context tokens
@@ -39,6 +40,8 @@ from torch.distributions import Normal
 
 from ..nn import (
     MLP,
+    TOKEN_KINDS,
+    Attention,
     MultiHeadAttention,
     PreparedKeys,
     ResidualBlock,
@@ -50,6 +53,7 @@ from ..nn import (
 from .base import HeadHyper, NeuralProcess, hyper_names, likelihood_head, missing_outputs_models
 
 NORMS = ("pre", "post")
+XY_TOKENS = tuple(k for k in TOKEN_KINDS if k != "y-only")  # tokens that read x and y
 
 
 @dataclass
@@ -76,14 +80,25 @@ class TransformerSizes(HeadHyper):
 
 @dataclass
 class TransformerHyper(TransformerSizes):
-    """Sizes and the skeleton's structural choices (module docstring). The defaults are the
-    ``tnp`` / ``tnp-d`` models every earlier checkpoint holds."""
+    """Every choice the skeleton reads, with its default: the ``tnp`` / ``tnp-d`` models every
+    earlier checkpoint holds.
+
+    A field is an option: a keyword of ``build_model``, a key of a config's ``model`` section,
+    an entry of a checkpoint's record. A choice that a model does not offer is a class constant
+    of its ``Hyper`` (``ClassVar``; a subclass re-declares a field of this class that way, e.g.
+    TNP-KR's ``share_weights: ClassVar[bool] = True``): the skeleton reads it as it reads an
+    option, and it is neither set nor recorded, so each model takes the options it always took.
+    The constants below are choices most models do not offer; a ``Hyper`` offers one by
+    declaring it a field (``tnp``'s ``tokens`` and ``norm_eps``)."""
 
     share_weights: bool = True  # one block per layer for both streams, or one per stream
     targets_read: str = "input"  # input | updated: what context a layer's targets attend to
     norm: str = "pre"  # pre | post: LayerNorm before attention / FF, or after each residual
     dim_decoder_hidden: int | None = None  # decoder MLP width; None: dim_model
     missing_outputs: bool = False  # context tokens [x, y * m, m]: read missing outputs
+    tokens: ClassVar[str] = "flagged"  # the token layout (TokenEmbedder's kinds)
+    norm_eps: ClassVar[float] = 1e-5  # LayerNorm epsilon (torch's; the TNP-KR code's Flax: 1e-6)
+    dim_embed_hidden: ClassVar[int | None] = None  # token MLP width; None: dim_model
 
 
 @dataclass
@@ -94,13 +109,13 @@ class StackState:
 
 
 class TransformerNP(NeuralProcess):
-    """The skeleton (module docstring). Subclasses set the class-level choices and override
-    the part builders (``_embedder``, ``_attention``, ``_decoder``) where their paper differs."""
+    """The skeleton (module docstring). Subclasses state their choices in their ``Hyper`` and
+    override the part builders (``_embedder``, ``_attention``, ``_decoder``) where their paper
+    differs."""
 
     Hyper = TransformerHyper
-    tokens: ClassVar[str] = "flagged"
-    share_weights: ClassVar[bool] = True
-    targets_read: ClassVar[str] = "input"
+    hyper: TransformerHyper
+    token_kinds: ClassVar[tuple[str, ...]] = TOKEN_KINDS  # the layouts ``tokens`` may name
     final_norm: ClassVar[bool] = False
     # TNP-D computes the plain forward as masked self-attention over [context; targets]
     # (the same function; quadratic in n_ctx + n_tgt, as the paper's model). Used only where
@@ -116,13 +131,14 @@ class TransformerNP(NeuralProcess):
 
     def __init__(self, dim_x: int, dim_y: int, hyper):
         super().__init__(dim_x, dim_y, hyper)
-        check_option("norm", getattr(hyper, "norm", "pre"), NORMS)
+        check_option("norm", hyper.norm, NORMS)
         d = hyper.dim_model
         self.likelihood = likelihood_head(hyper, dim_y)
         self.embed = self._embedder()
         self._check_missing_outputs()
-        share_weights, targets_read = self._structure()
-        self.stack = self.stack_class(self._block, hyper.n_layers, share_weights, targets_read)
+        self.stack = self.stack_class(
+            self._block, hyper.n_layers, hyper.share_weights, hyper.targets_read
+        )
         self.norm = nn.LayerNorm(d, eps=self.norm_eps) if self.final_norm else None
         self.decoder = self._decoder()
         self.uses_locations = self.stack.blocks[0].uses_locations
@@ -137,11 +153,11 @@ class TransformerNP(NeuralProcess):
 
     def _check_missing_outputs(self) -> None:
         """A ``ValueError`` where ``missing_outputs`` is asked of a model that cannot have it."""
-        if not getattr(self.hyper, "missing_outputs", False):
+        if not self.hyper.missing_outputs:
             return
         if self.predicts_jointly:
             why = "its joint Gaussian cannot leave single outputs out of its score"
-        elif not getattr(self.embed, "missing_outputs", False):
+        elif not self.embed.missing_outputs:
             why = "its tokens have no observed-mask channels"
         else:
             return
@@ -151,40 +167,30 @@ class TransformerNP(NeuralProcess):
         )
 
     # -- parts (override where a paper differs) --------------------------------------------
-    def _structure(self) -> tuple[bool, str]:
-        """``(share_weights, targets_read)`` of the stack: the hyper-parameters where the
-        model's ``Hyper`` has them, else the class attributes."""
-        h = self.hyper
-        return (
-            getattr(h, "share_weights", self.share_weights),
-            getattr(h, "targets_read", self.targets_read),
-        )
-
     @property
     def norm_first(self) -> bool:
-        """Whether the blocks are pre-norm (``norm="pre"``, also where ``Hyper`` has no
-        ``norm``)."""
-        return getattr(self.hyper, "norm", "pre") == "pre"
+        """Whether the blocks are pre-norm (``norm="pre"``)."""
+        return self.hyper.norm == "pre"
 
     @property
     def norm_eps(self) -> float:
-        """The LayerNorms' epsilon: ``hyper.norm_eps`` where the model's ``Hyper`` has it
-        (``tnp``, ``tnp-d``, TNP-KR), else torch's 1e-5."""
-        return getattr(self.hyper, "norm_eps", 1e-5)
+        """The LayerNorms' epsilon (``hyper.norm_eps``)."""
+        return self.hyper.norm_eps
 
     def _embedder(self) -> TokenEmbedder:
         h = self.hyper
+        check_option("tokens", h.tokens, self.token_kinds)
         return TokenEmbedder(
-            self.tokens,
+            h.tokens,
             self.dim_x,
             self.dim_y,
             h.dim_model,
-            h.dim_model,
+            h.dim_embed_hidden or h.dim_model,
             h.n_embed_hidden,
-            missing_outputs=getattr(h, "missing_outputs", False),
+            missing_outputs=h.missing_outputs,
         )
 
-    def _attention(self, layer: int) -> nn.Module:
+    def _attention(self, layer: int) -> Attention:
         h = self.hyper
         return MultiHeadAttention(h.dim_model, h.n_heads, h.dim_head)
 
@@ -195,9 +201,12 @@ class TransformerNP(NeuralProcess):
         )
 
     def _decoder(self) -> MLP:
+        return self._decoder_mlp(self.likelihood.n_params)
+
+    def _decoder_mlp(self, n_out: int) -> MLP:
+        """An MLP ``dim_model -> n_out`` of the decoder's sizes."""
         h = self.hyper
-        width = getattr(h, "dim_decoder_hidden", None) or h.dim_model
-        return MLP(h.dim_model, self.likelihood.n_params, width, h.n_decoder_hidden)
+        return MLP(h.dim_model, n_out, h.dim_decoder_hidden or h.dim_model, h.n_decoder_hidden)
 
     # -- the computation ---------------------------------------------------------------------
     def head(self, zt: torch.Tensor) -> Normal:

@@ -2,6 +2,7 @@
 
 from ..validation import check_option  # one option check for every layer
 from .attention import (
+    Attention,
     HeadProjections,
     MultiHeadAttention,
     ProjectedKeys,
@@ -18,7 +19,7 @@ from .hypermixer import HyperMixing
 from .linear_attention import KernelAttention, KeySums, LinearAttention, kernel_attention
 from .mlp import MLP
 from .performer import PerformerAttention, orthogonal_features, positive_features
-from .rotary import RotaryAttention
+from .rotary import RotaryAttention, RotaryKeys, Rotation
 from .segments import KeySegment, SegmentedKeys, segmented_attention
 from .set_attention import (
     ATTENTION_LAYERS,
@@ -44,6 +45,7 @@ from .tokens import TOKEN_KINDS, BufferTokens, TokenEmbedder
 __all__ = [
     "ATTENTION_LAYERS",
     "MLP",
+    "Attention",
     "AttentiveEncoder",
     "AttentivePooling",
     "BufferCache",
@@ -73,6 +75,8 @@ __all__ = [
     "RELATIVE_KINDS",
     "RelativeLogits",
     "RotaryAttention",
+    "RotaryKeys",
+    "Rotation",
     "STATISTICS",
     "SegmentedKeys",
     "ResidualBlock",

@@ -11,9 +11,10 @@ TNP-D code uses, and cambridge-mlg/tnp's layers with ``norm_first=False``)::
     z <- LN1(z + attention(z, keys))          # queries and keys enter un-normalised
     z <- LN2(z + FF(z))
 
-The attention is any module with the protocol of :mod:`tnpx.nn.attention` (``prepare_keys``
-/ ``attend``): softmax on SDPA, FAVOR+, linear attention, HyperMixer, or translation-equivariant
-attention (``uses_locations``), which also moves the query locations (TE Eq. 10). The block
+The attention is any :class:`~tnpx.nn.attention.Attention` (``prepare_keys`` /
+``attend_located``, one signature): softmax on SDPA, FAVOR+, linear attention, HyperMixer,
+rotary attention, or translation-equivariant attention, which also moves the query locations
+(TE Eq. 10). Locations go to every attention; those that read none ignore them. The block
 prepares a key set once (:meth:`ResidualBlock.prepare`) and updates any number of query sets
 against it (:meth:`ResidualBlock.update`); :class:`~tnpx.nn.stack.TwoStreamStack` builds the
 context and target streams of a transformer NP from these two calls.
@@ -27,7 +28,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from .attention import MultiHeadAttention
+from .attention import Attention, MultiHeadAttention
 from .mlp import MLP
 
 
@@ -36,7 +37,7 @@ class PreparedKeys:
     """A block's key side: the attention's prepared state for ``LN1(keys)`` (pre-norm) or the
     keys themselves (post-norm)."""
 
-    attention: Any  # ProjectedKeys | KeySums | MixedKeys | PositionalKeys
+    attention: Any  # ProjectedKeys | RotaryKeys | KeySums | MixedKeys | PositionalKeys
 
 
 class ResidualBlock(nn.Module):
@@ -45,7 +46,7 @@ class ResidualBlock(nn.Module):
     Args:
         dim_model: token width ``d``.
         dim_ff: hidden width of the feed-forward MLP ``d -> dim_ff -> d`` (ReLU).
-        attention: the token-mixing module (``[b, n_q, d] x [b, n_k, d] -> [b, n_q, d]``).
+        attention: the token mixing (an :class:`~tnpx.nn.attention.Attention`).
         norm_first: pre-norm (True) or post-norm (False). The parameters are the same.
         norm_eps: the LayerNorms' epsilon (torch's 1e-5; Flax's ``nn.LayerNorm``, which the
             TNP-KR code uses, has 1e-6).
@@ -55,7 +56,7 @@ class ResidualBlock(nn.Module):
         self,
         dim_model: int,
         dim_ff: int,
-        attention: nn.Module,
+        attention: Attention,
         norm_first: bool = True,
         norm_eps: float = 1e-5,
     ):
@@ -69,7 +70,7 @@ class ResidualBlock(nn.Module):
     @property
     def uses_locations(self) -> bool:
         """Whether the attention reads input locations (translation-equivariant attention)."""
-        return getattr(self.attn, "uses_locations", False)
+        return self.attn.uses_locations
 
     def prepare(
         self,
@@ -80,9 +81,7 @@ class ResidualBlock(nn.Module):
         """keys ``[b, n_k, d]``, key_mask ``[b, n_k]`` (True = valid), x_keys ``[b, n_k, dim_x]``
         (location-reading attention only): the key-side work, done once."""
         normed = self.norm_attn(keys) if self.norm_first else keys
-        if self.uses_locations:
-            return PreparedKeys(self.attn.prepare_keys(normed, key_mask, x_keys))
-        return PreparedKeys(self.attn.prepare_keys(normed, key_mask))
+        return PreparedKeys(self.attn.prepare_keys(normed, key_mask, x_keys=x_keys))
 
     def update(
         self, z: torch.Tensor, keys: PreparedKeys, x: torch.Tensor | None = None
@@ -91,10 +90,7 @@ class ResidualBlock(nn.Module):
         attention) against prepared keys -> updated ``(z, x)``; ``x`` is returned unchanged
         unless the attention moves it."""
         normed = self.norm_attn(z) if self.norm_first else z
-        if self.uses_locations:
-            out, x = self.attn.attend(normed, keys.attention, x)
-        else:
-            out = self.attn.attend(normed, keys.attention)
+        out, x = self.attn.attend_located(normed, keys.attention, x)
         if not self.norm_first:
             z = self.norm_attn(z + out)
             return self.norm_ff(z + self.ff(z)), x

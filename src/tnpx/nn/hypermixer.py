@@ -30,9 +30,9 @@ from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
-from torch import nn
 
 from ..validation import check_option
+from .attention import Attention
 from .mlp import MLP
 
 AGGREGATES = ("sum", "mean")
@@ -45,7 +45,7 @@ class MixedKeys:
     mixed: torch.Tensor
 
 
-class HyperMixing(nn.Module):
+class HyperMixing(Attention):
     """Hypernetwork token mixing ``[b, n_q, d] x [b, n_k, d] -> [b, n_q, d]`` with ``dim_mixing``
     (p) generated weights per token; ``h_q``, ``h_k`` are MLPs ``d -> dim_hidden -> p`` (GELU).
 
@@ -62,16 +62,13 @@ class HyperMixing(nn.Module):
         self.hyper_q = MLP(dim_model, dim_mixing, dim_hidden, n_hidden=1, activation="gelu")
         self.hyper_k = MLP(dim_model, dim_mixing, dim_hidden, n_hidden=1, activation="gelu")
 
-    uses_locations = False
-
-    def forward(
-        self, queries: torch.Tensor, keys: torch.Tensor, key_mask: torch.Tensor | None = None
-    ) -> torch.Tensor:
-        """queries ``[b, n_q, d]``, keys (also the values) ``[b, n_k, d]``, key_mask ``[b, n_k]``
-        (True = valid). Returns ``[b, n_q, d]``."""
-        return self.attend(queries, self.prepare_keys(keys, key_mask))
-
-    def prepare_keys(self, keys: torch.Tensor, key_mask: torch.Tensor | None = None) -> MixedKeys:
+    def prepare_keys(
+        self,
+        keys: torch.Tensor,
+        key_mask: torch.Tensor | None = None,
+        *,
+        x_keys: torch.Tensor | None = None,
+    ) -> MixedKeys:
         """The sum over keys, done once for any number of query chunks."""
         w_k = self.hyper_k(keys)  # [b, n_k, p]
         if key_mask is not None:
@@ -82,6 +79,8 @@ class HyperMixing(nn.Module):
             mixed = mixed / torch.as_tensor(n_valid, dtype=mixed.dtype).clamp_min(1)
         return MixedKeys(F.gelu(mixed))
 
-    def attend(self, queries: torch.Tensor, prepared: MixedKeys) -> torch.Tensor:
+    def attend(
+        self, queries: torch.Tensor, prepared: MixedKeys, *, x_queries: torch.Tensor | None = None
+    ) -> torch.Tensor:
         """queries ``[b, n_q, d]`` -> ``[b, n_q, d]``."""
         return self.hyper_q(queries) @ prepared.mixed  # Eq. 7.4.2: [b, n_q, p] x [b, p, d]

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from .attention import MultiHeadAttention
+from .attention import Attention, HeadProjections
 
 
 def kernel_attention(
@@ -64,11 +64,12 @@ class KeySums:
     k_sum: torch.Tensor | None = None
 
 
-class KernelAttention(MultiHeadAttention):
+class KernelAttention(HeadProjections, Attention):
     """Multi-head attention ``[b, n_q, dim_model] x [b, n_k, dim_model] -> [b, n_q, dim_model]``
-    whose weights come from a feature map (:meth:`features`, defined by subclasses).
+    whose weights come from a feature map (:meth:`query_features`, :meth:`key_features`,
+    defined by subclasses). Reads no locations.
 
-    Same projections and call as :class:`MultiHeadAttention`; masked keys
+    Same projections and call as :class:`~tnpx.nn.MultiHeadAttention`; masked keys
     (``key_mask [b, n_k]``, True = valid) have their features zeroed, so they add nothing to
     the sums, and a query with no valid key receives a zero vector before ``to_out``.
     """
@@ -84,7 +85,13 @@ class KernelAttention(MultiHeadAttention):
         anything: they are zeroed afterwards)."""
         raise NotImplementedError  # pragma: no cover - abstract
 
-    def prepare_keys(self, keys: torch.Tensor, key_mask: torch.Tensor | None = None) -> KeySums:
+    def prepare_keys(
+        self,
+        keys: torch.Tensor,
+        key_mask: torch.Tensor | None = None,
+        *,
+        x_keys: torch.Tensor | None = None,
+    ) -> KeySums:
         """The sums over keys (:func:`key_sums`): all a query needs, so streamed query chunks
         cost O(chunk m d) each, independent of ``n_k``."""
         if keys.shape[1] == 0:
@@ -95,7 +102,9 @@ class KernelAttention(MultiHeadAttention):
             phi_k = phi_k.masked_fill(~key_mask[:, None, :, None], 0.0)
         return KeySums(*key_sums(phi_k, v))
 
-    def attend(self, queries: torch.Tensor, prepared: KeySums) -> torch.Tensor:
+    def attend(
+        self, queries: torch.Tensor, prepared: KeySums, *, x_queries: torch.Tensor | None = None
+    ) -> torch.Tensor:
         """queries ``[b, n_q, d]`` against :meth:`prepare_keys`' sums -> ``[b, n_q, d]``."""
         if prepared.kv is None:
             return self._no_keys(queries)

@@ -169,7 +169,13 @@ class PerformerAttention(KernelAttention):
             self.redraw()  # before use: the features of a finished step are never modified
         self.steps_since_draw += 1
 
-    def prepare_keys(self, keys: torch.Tensor, key_mask: torch.Tensor | None = None) -> KeySums:
+    def prepare_keys(
+        self,
+        keys: torch.Tensor,
+        key_mask: torch.Tensor | None = None,
+        *,
+        x_keys: torch.Tensor | None = None,
+    ) -> KeySums:
         """As :meth:`KernelAttention.prepare_keys`; in training mode each call (one per block
         per forward pass: the key side is prepared once for both streams) counts one step
         towards the next redraw, and a due redraw happens before the features are used."""

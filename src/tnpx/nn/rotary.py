@@ -26,16 +26,54 @@ locations and only their cosines and sines are rounded to the model's dtype. A s
 ``10^3`` therefore changes each rotated channel by one rounding of a number of unit size, not
 by the ``10^3 omega eps`` a float32 angle would lose, and predictions stay equal to float32
 rounding (tested at shifts of 1 to 10^3).
+
+Cost: the rotation is a transform of the projected queries and keys inside
+:class:`~tnpx.nn.MultiHeadAttention`'s one path (its ``_keys_at`` / ``_queries_at``), applied
+once per key set (when the keys are prepared) and once per query set, as
+``z * cos + swap(z) * sin`` on whole heads (``swap`` exchanges the channels of each pair,
+``sin`` carries the pair's signs): two products, a sum and one copy that swaps the pairs, where
+the pairwise form split and re-joined each pair, and bit for bit the pairwise formula. Queries
+at the key set's own locations (a context attending to itself) reuse the keys' cosines and
+sines. Nothing grows with the number of keys times the number of queries, so streamed targets
+stay bounded by their chunk.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import torch
 from torch import nn
 
 from .attention import MultiHeadAttention, ProjectedKeys
+
+
+@dataclass
+class Rotation:
+    """The turn of each channel of a head at some locations: ``cos`` and signed ``sin``, each
+    ``[b, 1, n, 2 R]`` for the ``R`` rotated pairs (``sin`` is ``-sin, sin`` per pair)."""
+
+    cos: torch.Tensor
+    sin: torch.Tensor
+
+    def apply(self, z: torch.Tensor) -> torch.Tensor:
+        """Heads ``z [b, h, n, dim_head]`` turned: per pair ``(a, b) -> (a cos - b sin,
+        a sin + b cos)``; channels beyond the ``2 R`` rotated ones unchanged."""
+        n_rot = self.cos.shape[-1]
+        turned = z[..., :n_rot]
+        swapped = turned.unflatten(-1, (-1, 2)).flip(-1).flatten(-2)  # (b, a) per pair
+        out = turned * self.cos + swapped * self.sin
+        return out if n_rot == z.shape[-1] else torch.cat([out, z[..., n_rot:]], -1)
+
+
+@dataclass
+class RotaryKeys(ProjectedKeys):
+    """:class:`ProjectedKeys` whose keys are turned by their locations ``x [b, n_k, dim_x]``,
+    with that ``rotation``: queries at the same locations reuse it."""
+
+    x: torch.Tensor | None = None
+    rotation: Rotation | None = None
 
 
 class RotaryAttention(MultiHeadAttention):
@@ -88,45 +126,28 @@ class RotaryAttention(MultiHeadAttention):
         theta = (x.double()[..., None] * omega).flatten(-2)  # [b, n, dim_x * n_pairs]
         return theta.cos().to(dtype)[:, None], theta.sin().to(dtype)[:, None]
 
+    def turn(self, x: torch.Tensor, dtype: torch.dtype) -> Rotation:
+        """The :class:`Rotation` of heads at locations ``x [b, n, dim_x]``."""
+        cos, sin = self.rotation(x, dtype)
+        return Rotation(cos.repeat_interleave(2, -1), torch.stack([-sin, sin], -1).flatten(-2))
+
     def rotate(self, z: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
         """Heads ``z [b, h, n, dim_head]`` at locations ``x [b, n, dim_x]``: each channel pair
         ``(2p, 2p + 1)`` of the rotated part turned by its angle."""
-        cos, sin = self.rotation(x, z.dtype)
-        n_rot = 2 * cos.shape[-1]
-        pairs = z[..., :n_rot].unflatten(-1, (-1, 2))  # [b, h, n, R, 2]
-        even, odd = pairs[..., 0], pairs[..., 1]
-        turned = torch.stack([even * cos - odd * sin, even * sin + odd * cos], -1)
-        return torch.cat([turned.flatten(-2), z[..., n_rot:]], -1)
+        return self.turn(x, z.dtype).apply(z)
 
-    def forward(  # type: ignore[override]
-        self,
-        queries: torch.Tensor,
-        keys: torch.Tensor,
-        x_queries: torch.Tensor,
-        x_keys: torch.Tensor,
-        key_mask: torch.Tensor | None = None,
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """queries ``[b, n_q, d]`` at ``x_queries [b, n_q, dim_x]``, keys ``[b, n_k, d]`` at
-        ``x_keys [b, n_k, dim_x]`` -> ``([b, n_q, d], x_queries)`` (locations do not move)."""
-        return self.attend(queries, self.prepare_keys(keys, key_mask, x_keys), x_queries)
+    def _keys_at(self, k: torch.Tensor, v: torch.Tensor, x_keys: torch.Tensor | None) -> RotaryKeys:
+        if x_keys is None:
+            raise ValueError("rotary attention needs x_keys, the keys' locations")
+        rotation = self.turn(x_keys, k.dtype)
+        return RotaryKeys(rotation.apply(k), v, x=x_keys, rotation=rotation)
 
-    def prepare_keys(  # type: ignore[override]
-        self,
-        keys: torch.Tensor,
-        key_mask: torch.Tensor | None = None,
-        x_keys: torch.Tensor | None = None,
-    ) -> ProjectedKeys:
-        """Projected keys rotated by their locations, values, and the SDPA mask."""
-        prepared = super().prepare_keys(keys, key_mask)
-        if prepared.k is not None:
-            prepared.k = self.rotate(prepared.k, x_keys)
-        return prepared
-
-    def attend(  # type: ignore[override]
-        self, queries: torch.Tensor, prepared: ProjectedKeys, x_queries: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Rotated queries against :meth:`prepare_keys`' keys -> ``([b, n_q, d], x_queries)``."""
-        if prepared.k is None:
-            return self._no_keys(queries), x_queries
-        q = self.rotate(self._split(self.to_q(queries)), x_queries)
-        return self._attend_heads(q, prepared), x_queries
+    def _queries_at(
+        self, q: torch.Tensor, x_queries: torch.Tensor | None, prepared: ProjectedKeys
+    ) -> torch.Tensor:
+        if x_queries is None:
+            raise ValueError("rotary attention needs x_queries, the queries' locations")
+        reuse = isinstance(prepared, RotaryKeys) and x_queries is prepared.x
+        if reuse and prepared.rotation is not None:  # a set attending to itself
+            return prepared.rotation.apply(q)
+        return self.rotate(q, x_queries)

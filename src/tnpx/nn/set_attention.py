@@ -43,21 +43,19 @@ class KeyValueAttention(MultiHeadAttention):
         keys: torch.Tensor,
         key_mask: torch.Tensor | None = None,
         values: torch.Tensor | None = None,
+        *,
+        x_queries: torch.Tensor | None = None,
+        x_keys: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """queries ``[b, n_q, d]``, keys ``[b, n_k, d]``, values ``[b, n_k, d]`` (None: the
-        keys), key_mask ``[b, n_k]`` -> ``[b, n_q, d]``."""
+        keys), key_mask ``[b, n_k]`` -> ``[b, n_q, d]`` (locations: as the base class's)."""
         values = keys if values is None else values
-        return self.attend(queries, self.prepare_pairs(keys, values, key_mask))
+        prepared = self.prepare_pairs(keys, values, key_mask, x_keys=x_keys)
+        return self.attend(queries, prepared, x_queries=x_queries)
 
-    def prepare_pairs(self, keys, values, key_mask=None) -> ProjectedKeys:
+    def prepare_pairs(self, keys, values, key_mask=None, *, x_keys=None) -> ProjectedKeys:
         """Projected keys and values (``prepare_keys`` with the values apart)."""
-        if keys.shape[1] == 0:
-            return ProjectedKeys(None)
-        k, v = self._split(self.to_k(keys)), self._split(self.to_v(values))
-        if key_mask is None:
-            return ProjectedKeys(k, v)
-        safe, has_key = safe_key_mask(key_mask)
-        return ProjectedKeys(k, v, safe[:, None, None, :], has_key)
+        return self._prepare(keys, values, key_mask, x_keys)
 
 
 class QueryResidualAttention(HeadProjections):

@@ -4,7 +4,9 @@ Tokens carry no input location. The logit of head ``h`` between query ``n`` and 
 a function of the per-head scaled dot products and of the relative position
 ``x_n - x_m`` (or the distance ``|x_n - x_m|`` for rotation invariance), so shifting every
 location by the same offset leaves the attention weights unchanged. Optionally the query
-locations move too (Eq. 10): ``x_n <- x_n + 1/N sum_m (x_n - x_m) * phi(alpha_.nm)``.
+locations move too (Eq. 10): ``x_n <- x_n + 1/N sum_m (x_n - x_m) * phi(alpha_.nm)``. The
+signature is every attention's (:mod:`tnpx.nn.attention`): calling the module returns the
+output, ``located`` / ``attend_located`` also the moved query locations.
 
 Per-pair features exist only per query chunk: peak memory is ``[batch, chunk, n_keys,
 hidden]``, never ``[batch, n_queries, n_keys, hidden]``. When a call needs several chunks
@@ -22,7 +24,13 @@ from torch import nn
 from torch.utils.checkpoint import checkpoint
 
 from ..validation import check_option
-from .attention import HeadProjections, masked_softmax, safe_key_mask, zero_where_no_key
+from .attention import (
+    Attention,
+    HeadProjections,
+    masked_softmax,
+    safe_key_mask,
+    zero_where_no_key,
+)
 from .mlp import MLP
 
 RELATIVE_KINDS = ("post", "pre", "rbf", "identity")
@@ -87,7 +95,7 @@ class PositionalKeys:
     has_key: torch.Tensor | None = None
 
 
-class TEMultiHeadAttention(HeadProjections):
+class TEMultiHeadAttention(HeadProjections, Attention):
     """Translation-equivariant multi-head attention with an optional location update.
 
     Args:
@@ -136,27 +144,17 @@ class TEMultiHeadAttention(HeadProjections):
         """Queries per chunk so a chunk's pair features stay within ``chunk_elements``."""
         return max(1, self.chunk_elements // max(batch * n_keys * self._hidden, 1))
 
-    def forward(
-        self,
-        zq: torch.Tensor,
-        zk: torch.Tensor,
-        xq: torch.Tensor,
-        xk: torch.Tensor,
-        key_mask: torch.Tensor | None = None,
-        chunk_size: int | None = None,
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """zq ``[b, n_q, d]``, zk ``[b, n_k, d]``, xq ``[b, n_q, dim_x]``, xk ``[b, n_k, dim_x]``,
-        key_mask ``[b, n_k]`` (True = may attend).
-
-        Returns the attention output ``[b, n_q, d]`` and the query locations
-        ``[b, n_q, dim_x]`` (moved by Eq. 10 when the location update is on)."""
-        return self.attend(zq, self.prepare_keys(zk, key_mask, xk), xq, chunk_size)
-
     def prepare_keys(
-        self, keys: torch.Tensor, key_mask: torch.Tensor | None, x_keys: torch.Tensor
+        self,
+        keys: torch.Tensor,
+        key_mask: torch.Tensor | None = None,
+        *,
+        x_keys: torch.Tensor | None = None,
     ) -> PositionalKeys:
         """keys ``[b, n_k, d]``, key_mask ``[b, n_k]``, x_keys ``[b, n_k, dim_x]``: the
         key-side projections, done once for any number of query chunks."""
+        if x_keys is None:
+            raise ValueError("TE attention needs x_keys, the keys' locations")
         b, n_k = keys.shape[:2]
         if n_k == 0:
             return PositionalKeys(None)
@@ -170,11 +168,25 @@ class TEMultiHeadAttention(HeadProjections):
         self,
         queries: torch.Tensor,
         prepared: PositionalKeys,
-        x_queries: torch.Tensor,
+        *,
+        x_queries: torch.Tensor | None = None,
+        chunk_size: int | None = None,
+    ) -> torch.Tensor:
+        """queries ``[b, n_q, d]``, x_queries ``[b, n_q, dim_x]`` -> ``[b, n_q, d]``."""
+        return self.attend_located(queries, prepared, x_queries, chunk_size)[0]
+
+    def attend_located(
+        self,
+        queries: torch.Tensor,
+        prepared: PositionalKeys,
+        x_queries: torch.Tensor | None,
         chunk_size: int | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """queries ``[b, n_q, d]``, x_queries ``[b, n_q, dim_x]`` -> the attention output
-        ``[b, n_q, d]`` and the (moved, TE Eq. 10) query locations ``[b, n_q, dim_x]``."""
+        ``[b, n_q, d]`` and the (moved, TE Eq. 10) query locations ``[b, n_q, dim_x]``;
+        ``chunk_size`` queries at a time (default: :meth:`chunk_size`)."""
+        if x_queries is None:
+            raise ValueError("TE attention needs x_queries, the queries' locations")
         b, n_q, _ = queries.shape
         if prepared.k is None or n_q == 0:
             return self._no_keys(queries), x_queries

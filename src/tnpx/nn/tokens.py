@@ -108,6 +108,8 @@ class BufferTokens(nn.Module):
     a target's value (drawn, or known in training), not an observation, so it has its own flag:
     where targets are noiseless and observations noisy, the two must be told apart."""
 
+    missing_outputs = False  # no observed-mask channels (TokenEmbedder's option)
+
     def __init__(self, dim_x: int, dim_y: int, dim_model: int, dim_hidden: int, n_hidden: int):
         super().__init__()
         self.dim_x, self.dim_y = dim_x, dim_y
