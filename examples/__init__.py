@@ -1,6 +1,7 @@
 """Worked examples on real data that ships inside an installed package (``tnpx[real-data]``).
 
-Each example writes a long table of many tasks from a package's data, trains a model on it from
+Each example reads a package's data (a long table of many tasks it writes, or a file as it
+comes), trains a model on it from
 its config in ``configs/examples/``, scores the model on all held-out test tasks beside a GP
 fitted per task and the context's moments (:func:`tnpx.evaluate_tasks.evaluate_tasks`), draws
 held-out tasks, and writes its results folder under ``results/examples/``
@@ -10,6 +11,9 @@ held-out tasks, and writes its results folder under ``results/examples/``
     python examples/seattle_temps.py      # Seattle, hourly temperatures: a task is a day
     python examples/sf_temps.py           # San Francisco, the same form; and Seattle's model
                                           # zero-shot on San Francisco's test days
+    python examples/iris_air_temperature.py   # E1 air temperature as grid windows (the
+                                              # `grid` source, a file read as it comes); the
+                                              # trained model unchanged on the A1B scenario
 """
 
 # The examples' modules, in the order they run (sf_temps reads seattle_temps' trained model).

@@ -1,21 +1,28 @@
-"""The worked examples' shared runner: table -> training -> held-out scores -> results folder.
+"""The worked examples' shared runner: data -> training -> held-out scores -> results folder.
 
-An :class:`Example` says where its data come from (a function writing the long table from a
-package's data) and what its config is (``configs/examples/<name>.yaml``). :func:`run`:
+An :class:`Example` says where its data come from (a function writing a long table from a
+package's data, or the path of a file a package ships, read as it comes) and what its config
+is (``configs/examples/<name>.yaml``). :func:`run`:
 
-1. writes the table as CSV under the run folder (``runs/examples/<name>/``, ignored by git);
+1. writes the table as CSV under the run folder (``runs/examples/<name>/``, ignored by git),
+   or takes the file's path;
 2. trains from the config (:func:`tnpx.train.fit`), ``data.path`` and ``train.out_dir`` set;
-3. scores the model on **every** held-out test task in the data's units beside a GP fitted per
-   task and the context's moments (:func:`tnpx.evaluate_tasks.evaluate_tasks`), with the LL
+3. scores the model on the held-out test tasks in the data's units beside a GP fitted per task
+   and the context's moments (:func:`tnpx.evaluate_tasks.evaluate_tasks`), with the LL
    differences paired over tasks: once with the training's random context sizes (the config's
-   ``eval`` section: one batch holding each test task once), once per fixed context size;
-4. optionally scores another example's trained model zero-shot on these test tasks (transfer);
-5. draws held-out test tasks (:func:`tnpx.plot.plot_1d_tasks`: the model and the per-task GP);
-6. writes ``README.md`` (``../shared/RESULTS.md``'s order), ``metrics.json`` and the figure
-   under ``results/examples/<name>/``.
+   ``eval`` section: a source with a list of tasks, a table, must hold each test task once in
+   it; a grid's windows are drawn at random), once per fixed context size on the same tasks;
+4. optionally scores another example's trained model zero-shot on these test tasks (transfer),
+   and this model on another file of the same layout (``other_data``), the same tasks cut from
+   it, mapped with the model's stored normalisation;
+5. draws held-out test tasks (default :func:`tnpx.plot.plot_1d_tasks`: the model and the
+   per-task GP; an example may draw its own);
+6. writes ``README.md`` (:mod:`examples.report`), ``metrics.json`` and the figure under
+   ``results/examples/<name>/``.
 
 ``--quick`` runs every step in seconds into ``--out`` (a few training steps, two small test
-batches, one context size): what ``tests/app/test_examples.py`` runs so the examples cannot rot.
+batches, one context size): what ``tests/app/test_examples.py`` and
+``tests/app/test_example_iris.py`` run so the examples cannot rot.
 """
 
 from __future__ import annotations
@@ -29,15 +36,17 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 import torch
 
+from examples.report import FIGURE, ROOT, readme
 from tnpx.batch import Batch
 from tnpx.checkpoint import load, read_checkpoint
 from tnpx.config import ExperimentConfig, config_to_yaml, load_config
-from tnpx.data import batch_at
+from tnpx.data import SAMPLERS, TaskSampler, batch_at
 from tnpx.evaluate import build_test_sampler
 from tnpx.evaluate_tasks import (
     BASELINES,
@@ -47,13 +56,11 @@ from tnpx.evaluate_tasks import (
     per_task,
     summarise,
 )
-from tnpx.experiments.provenance import command_line, git_commit, hardware
-from tnpx.models import build_model
+from tnpx.models import NeuralProcess, build_model
 from tnpx.plot import plot_1d_tasks
+from tnpx.provenance import command_line, git_commit, hardware
 from tnpx.train import fit
 
-ROOT = Path(__file__).resolve().parents[1]
-FIGURE = "tasks.png"
 # --quick: every step of the full run, in seconds; nothing here is to be read as a result.
 QUICK_OVERRIDES = [
     "train.steps=10",
@@ -64,6 +71,23 @@ QUICK_OVERRIDES = [
     "eval.batch_size=4",
     "eval.n_batches=2",
 ]
+Scores = tuple[list[TaskMetrics], dict[int, list[TaskMetrics]]]  # headline, by context size
+
+
+def table_context(cfg: ExperimentConfig, k: int) -> dict:
+    """A table's data options giving every task exactly ``k`` context points (fraction 1,
+    capped at ``k``)."""
+    return {"ctx_fraction": [1.0, 1.0], "max_ctx": k}
+
+
+@dataclass
+class OtherData:
+    """Another file of the same layout (names, coordinates) that the trained model is scored
+    on, unchanged: ``name`` as printed, ``path()`` the file, ``about`` how it differs."""
+
+    name: str
+    path: Callable[[], Path]
+    about: str = ""
 
 
 @dataclass
@@ -71,16 +95,23 @@ class Example:
     """One worked example.
 
     Attributes:
-        name: ``configs/examples/<name>.yaml``, ``runs/examples/<name>/``,
-            ``results/examples/<name>/``.
+        name: ``runs/examples/<name>/``, ``results/examples/<name>/``.
+        config_name: ``configs/examples/<config_name>.yaml`` (default: ``name``).
+        script: ``examples/<script>.py`` (default: ``name`` with underscores).
         title: the README's heading.
         source: where the data come from (package, dataset, what was measured, units).
         task: what one task is, in words ("a day: 24 hourly readings").
         unit: the output's unit as printed ("°F").
-        write_table: writes the long table (CSV) to the path given.
         context_sizes: the fixed context sizes of the second table.
+        write_table: writes the long table (CSV) to the path given; or
+        data_file: the path of the data as a package ships it (``data.path``).
+        fixed_context: ``(cfg, k)`` -> the data options giving every task ``k`` context points.
+        held_out: how the splits hold tasks out, in words.
         about: what the reading should know about the data, whatever the numbers.
         transfer_from: another example whose trained model is also scored zero-shot here.
+        other_data: another file the trained model is also scored on.
+        draw: ``(model, sampler, path, n_tasks)`` -> the figure written (default: 1D tasks).
+        caption: the figure's caption (``{figure}``, ``{unit}`` filled in; default: 1D's).
     """
 
     name: str
@@ -88,22 +119,42 @@ class Example:
     source: str
     task: str
     unit: str
-    write_table: Callable[[Path], None]
     context_sizes: tuple[int, ...]
+    write_table: Callable[[Path], None] | None = None
+    data_file: Callable[[], Path] | None = None
+    fixed_context: Callable[[ExperimentConfig, int], dict] = table_context
+    held_out: str = "split by task, by a hash of its key"
     about: str = ""
     transfer_from: str | None = None
+    other_data: OtherData | None = None
+    draw: Callable[[NeuralProcess, TaskSampler, Path, int], Path] | None = None
+    caption: str | None = None
+    config_name: str = ""
+    script: str = ""
+
+    def __post_init__(self):
+        if (self.write_table is None) == (self.data_file is None):
+            raise ValueError(f"example {self.name}: give write_table or data_file (one)")
 
     @property
     def config(self) -> Path:
-        return ROOT / "configs" / "examples" / f"{self.name}.yaml"
+        return ROOT / "configs" / "examples" / f"{self.config_name or self.name}.yaml"
+
+    def data_path(self, run_dir: Path) -> Path:
+        """``data.path``: the table written under ``run_dir``, or the package's file."""
+        if self.data_file is not None:
+            return Path(self.data_file())
+        table = run_dir / "table.csv"
+        self.write_table(table)
+        return table
 
 
 def main(example: Example, argv: list[str] | None = None) -> Path:
     """The command line of one example; returns its results folder."""
     parser = argparse.ArgumentParser(
-        prog=f"python examples/{example.name.replace('-', '_')}.py",
+        prog=f"python examples/{example.script or example.name.replace('-', '_')}.py",
         description=f"Worked example: {example.title}. Trains from "
-        f"{example.config.relative_to(ROOT)}, scores all held-out test tasks beside "
+        f"{example.config.relative_to(ROOT)}, scores held-out test tasks beside "
         f"per-task baselines, writes results/examples/{example.name}/.",
     )
     parser.add_argument(
@@ -142,12 +193,10 @@ def run(
     start, load_avg = time.perf_counter(), os.getloadavg()[0]
     results, run_dir = paths(example.name, out)
     run_dir.mkdir(parents=True, exist_ok=True)
-    table = run_dir / "table.csv"
-    example.write_table(table)
     cfg = load_config(
         example.config,
         [
-            f"data.path={table}",
+            f"data.path={example.data_path(run_dir)}",
             f"train.out_dir={run_dir}",
             *(QUICK_OVERRIDES if quick else []),
             *overrides,
@@ -159,32 +208,35 @@ def run(
     train_s = time.perf_counter() - t0
 
     t0 = time.perf_counter()
+    n_batches = cfg.eval.n_batches
     sampler = build_test_sampler(cfg)
-    keys = sampler.task_keys("test")
-    counts = {split: len(sampler.task_keys(split)) for split in ("train", "val", "test")}
-    covered = _covered_tasks(sampler, cfg.eval.n_batches)
-    if not quick and covered != len(keys):
+    task_list = hasattr(sampler, "task_keys")  # a table's tasks; a grid's windows are drawn
+    counts = {split: _count_tasks(sampler, split) for split in ("train", "val", "test")}
+    drawn = _drawn_tasks(sampler, n_batches)
+    covered = len(set(drawn))
+    if task_list and not quick and covered != counts["test"]:
         raise ValueError(
-            f"{example.config}: eval ({cfg.eval.n_batches} batch(es) of {cfg.eval.batch_size}) "
-            f"covers {covered} of the {len(keys)} test tasks; set eval.batch_size: {len(keys)}"
+            f"{example.config}: eval ({n_batches} batch(es) of {cfg.eval.batch_size}) "
+            f"covers {covered} of the {counts['test']} test tasks; set eval.batch_size: "
+            f"{counts['test']}"
         )
-    _check_stored_normalisation(run_dir / "model.pt", sampler)
-    print(f"== scoring on the test tasks ({covered} of {len(keys)}) ==")
-    headline = evaluate_tasks(model, sampler, cfg.eval.n_batches)
-    print(format_task_table(headline))
+    stored = _check_stored_normalisation(run_dir / "model.pt", sampler)
     sizes = example.context_sizes[:1] if quick else example.context_sizes
-    by_size = {}
-    for k in sizes:  # every task's context exactly k points (fraction 1, capped at k)
-        fixed = build_test_sampler(cfg, ctx_fraction=[1.0, 1.0], max_ctx=k)
-        if fixed.task_keys("test") != keys:
-            raise AssertionError("a fixed context size changed the test tasks")
-        by_size[k] = evaluate_tasks(model, fixed, cfg.eval.n_batches)
-        print(f"-- {k} context points --\n{format_task_table(by_size[k])}")
-    transfer = _transfer(example, out, model, sampler, cfg.eval.n_batches)
+    fixed = partial(example.fixed_context, cfg)
+    print(f"== scoring on {len(drawn)} test tasks ({covered} distinct of {counts['test']}) ==")
+    scores = _score(model, partial(build_test_sampler, cfg), fixed, sizes, n_batches, drawn)
+    transfer = _transfer(example, out, model, sampler, n_batches)
+    other = None
+    if example.other_data is not None:
+        path = example.other_data.path()
+        print(f"== the same model on {example.other_data.name} ({path}) ==")
+        make = partial(_test_sampler, cfg, stored, path=str(path))
+        other = _score(model, make, fixed, sizes, n_batches, drawn)
     eval_s = time.perf_counter() - t0
 
     t0 = time.perf_counter()
-    figure = _figure(model, sampler, results / FIGURE, n_tasks=2 if quick else 4)
+    draw = example.draw or _figure
+    figure = draw(model, sampler, results / FIGURE, 2 if quick else 3)
     plot_s = time.perf_counter() - t0
     times = {"train_s": train_s, "eval_s": eval_s, "plot_s": plot_s}
     times["total_s"] = time.perf_counter() - start
@@ -197,36 +249,97 @@ def run(
         "quick": quick,
         "config": config_to_yaml(cfg),
         "tasks": counts,
-        "test_tasks": [str(k) for k in keys],
+        "task_list": task_list,
+        # a table's test tasks (all scored); a grid's scored windows, in batch order
+        "test_tasks": [str(k) for k in sampler.task_keys("test")] if task_list else drawn,
         "scored_tasks": covered,
         "validation_ll": _validation_curve(run_dir / "metrics.csv"),
         "times": times,
-        "headline": [r.as_dict() for r in headline],
-        "by_context_size": {str(k): [r.as_dict() for r in rows] for k, rows in by_size.items()},
+        **_as_dicts(scores),
         "transfer": transfer,
     }
+    if other is not None:
+        record["other_data"] = {"name": example.other_data.name, "path": str(path)}
+        record["other_data"].update(_as_dicts(other))
     results.mkdir(parents=True, exist_ok=True)
     (results / "metrics.json").write_text(json.dumps(record, indent=2))
-    (results / "README.md").write_text(_report(example, cfg, record, headline, by_size))
+    (results / "README.md").write_text(readme(example, cfg, record, scores, other))
     print(f"wrote {results / 'README.md'}, {results / 'metrics.json'}, {figure}")
     return results
 
 
 # -- scoring -----------------------------------------------------------------------------------
+def _score(
+    model: NeuralProcess,
+    make: Callable[..., TaskSampler],
+    fixed: Callable[[int], dict],
+    sizes: tuple[int, ...],
+    n_batches: int,
+    drawn: list[str],
+) -> Scores:
+    """``model`` and the baselines on the test batches of ``make()``, then of ``make(**fixed(k))``
+    (every task ``k`` context points) for each of ``sizes``; each sampler's batches must hold
+    the tasks ``drawn`` (:func:`_drawn_tasks`), so all rows pair over the same tasks."""
+    rows = {}
+    for k in (None, *sizes):
+        sampler = make() if k is None else make(**fixed(k))
+        if _drawn_tasks(sampler, n_batches) != drawn:
+            raise AssertionError(f"the test tasks changed (context size {k or 'as in training'})")
+        rows[k] = evaluate_tasks(model, sampler, n_batches)
+        print(f"-- context: {k or 'as in training'} --\n{format_task_table(rows[k])}")
+    headline = rows.pop(None)
+    return headline, rows
+
+
+def _as_dicts(scores: Scores) -> dict:
+    headline, by_size = scores
+    return {
+        "headline": [r.as_dict() for r in headline],
+        "by_context_size": {str(k): [r.as_dict() for r in rows] for k, rows in by_size.items()},
+    }
+
+
+def _test_sampler(cfg: ExperimentConfig, normalisation: dict, **overrides) -> TaskSampler:
+    """:func:`build_test_sampler`'s sampler mapping units with ``normalisation`` (a trained
+    model's) instead of fitting its own: for a source that takes fixed maps (``grid``)."""
+    cls, config_cls = SAMPLERS[cfg.data["name"]]
+    options = config_cls(**{**cfg.data_options(test=True), **overrides})
+    return cls(options, cfg.eval.batch_size, cfg.eval.seed, normalisation=normalisation)
+
+
+def _count_tasks(sampler, split: str) -> int:
+    """How many tasks ``split`` holds: a table's tasks, a grid's windows."""
+    if hasattr(sampler, "task_keys"):
+        return len(sampler.task_keys(split))
+    return len(sampler.windows(split))
+
+
+def _drawn_tasks(sampler, n_batches: int) -> list[str]:
+    """The test tasks of batches ``0..n_batches-1`` in order: a table's task keys, or a grid
+    window's first grid point (its input coordinates, ``info["origin"]``)."""
+    drawn = []
+    for i in range(n_batches):
+        info = batch_at(sampler, i, split="test").info
+        if "task" in info:
+            keys = sampler.task_keys("test")
+            drawn += [str(keys[int(t)]) for t in info["task"]]
+        else:
+            drawn += [",".join(f"{v:g}" for v in origin) for origin in info["origin"].tolist()]
+    return drawn
+
+
 def _covered_tasks(sampler, n_batches: int) -> int:
     """How many distinct test tasks batches ``0..n_batches-1`` hold."""
-    seen = set()
-    for i in range(n_batches):
-        seen.update(batch_at(sampler, i, split="test").info["task"].tolist())
-    return len(seen)
+    return len(set(_drawn_tasks(sampler, n_batches)))
 
 
-def _check_stored_normalisation(model_path: Path, sampler) -> None:
-    """The test sampler maps units as the trained model's checkpoint says (same table, same
-    training tasks): else the scores would be in the wrong units."""
+def _check_stored_normalisation(model_path: Path, sampler) -> dict:
+    """The test sampler maps units as the trained model's checkpoint says (same data, same
+    training tasks): else the scores would be in the wrong units. Returns the stored maps."""
     stored = read_checkpoint(model_path).get("normalisation")
     if stored != sampler.normalisation:
         raise AssertionError(f"{model_path}: stored normalisation {stored} is not the test's")
+    return stored
 
 
 class _InOtherUnits:
@@ -309,238 +422,3 @@ def _figure(model, sampler, path: Path, n_tasks: int) -> Path:
     titles = [f"{keys[int(t)]}: {int(n)} context points" for t, n in zip(batch.info["task"], n_ctx)]
     models = {f"{model.name} (trained)": model, "GP fitted to the task": build_model("gp", 1, 1)}
     return plot_1d_tasks(models, sampler, path, n_tasks=n_tasks, oracle=False, titles=titles)
-
-
-# -- the README --------------------------------------------------------------------------------
-def _verdict(row: TaskMetrics, n: int) -> list[str]:
-    """One clause per baseline: beaten, not separated, or better, by the paired LL difference
-    over ``n`` tasks and 2 standard errors."""
-    out = []
-    for name, (diff, se) in row.vs.items():
-        if diff > 2 * se:
-            word = "beats"
-        elif diff < -2 * se:
-            word = "is beaten by"
-        else:
-            word = "does not separate from"
-        out.append(f"{word} `{name}` ({diff:+.3f} ± {se:.3f} nats per point, paired over {n})")
-    return out
-
-
-def _size_summary(by_size: dict[int, list[TaskMetrics]], unit: str) -> str:
-    """Which fixed context sizes the model beats both baselines at (by > 2 s.e.), why not
-    where it does not, and its 95 % coverage by context size."""
-    won, lost, why = [], [], []
-    for k, rows in by_size.items():
-        ours, named = rows[0], {r.model: r for r in rows[1:]}
-        short = {b: ours.vs[b] for b in ours.vs if not ours.vs[b][0] > 2 * ours.vs[b][1]}
-        if not short:
-            won.append(str(k))
-            continue
-        lost.append(f"{k} ({'; '.join(f'{b}: {d:+.3f} ± {e:.3f}' for b, (d, e) in short.items())})")
-        gp = named.get("gp")
-        if "gp" in short and short["gp"][0] > 0 and gp is not None:
-            reason = (
-                f"at {k} the difference from `gp` is positive but the GP's LL varies by "
-                f"{gp.ll_se * math.sqrt(gp.n_tasks):.3g} nats (sd) between tasks: hyper-parameters "
-                f"fitted to {k} point(s) are now and then far too confident (its coverage "
-                f"{gp.coverage95:.2f})"
-            )
-            if ours.rmse[0] < gp.rmse[0]:
-                reason += (
-                    f", while the model's RMSE is {ours.rmse[0]:.3g} {unit} against the "
-                    f"GP's {gp.rmse[0]:.3g}"
-                )
-            why.append(reason)
-    parts = []
-    if won:
-        parts.append(f"beats both baselines at {', '.join(won)} context points")
-    if lost:
-        parts.append(f"does not beat both at {', '.join(lost)}")
-    text = ("By context size it " + "; ".join(parts) + ".") if parts else ""
-    if why:
-        joined = "; ".join(why)
-        text += f" {joined[0].upper()}{joined[1:]}."
-    coverage = ", ".join(f"{rows[0].coverage95:.2f} ({k})" for k, rows in by_size.items())
-    if coverage:
-        low = min(rows[0].coverage95 for rows in by_size.values()) < 0.9
-        text += f" The model's 95 % coverage by context size: {coverage}" + (
-            ": its intervals are too narrow when it has seen only a few of a task's points."
-            if low
-            else "."
-        )
-    return text
-
-
-def _transfer_reading(transfer: dict, headline: list[TaskMetrics], unit: str) -> str:
-    """The zero-shot model's verdicts, its RMSE beside this example's model's and the GP's,
-    and what its coverage says."""
-    row = TaskMetrics(**{k: v for k, v in transfer.items() if k not in ("from", "checkpoint")})
-    named = {r.model: r for r in headline[1:]}
-    rmse = f"{headline[0].rmse[0]:.3g} for the model trained here"
-    if "gp" in named:
-        rmse += f", {named['gp'].rmse[0]:.3g} for the GP"
-    text = (
-        f"Zero-shot, `{transfer['from']}`'s model {'; it '.join(_verdict(row, row.n_tasks))}. "
-        f"Its RMSE is {row.rmse[0]:.3g} {unit} ({rmse}) and its 95 % coverage {row.coverage95:.2f}"
-    )
-    if row.coverage95 < 0.8:
-        text += (
-            ": its intervals, as narrow as its own tasks taught it, are too narrow for these, so "
-            "its LL falls below the baselines'; what it learnt does not carry over zero-shot: "
-            "train on these tasks, or fine-tune it on them (`train.init_from`)"
-        )
-    return text + "."
-
-
-def _report(
-    example: Example,
-    cfg: ExperimentConfig,
-    record: dict,
-    headline: list[TaskMetrics],
-    by_size: dict[int, list[TaskMetrics]],
-) -> str:
-    t, n = record["times"], headline[0].n_tasks
-    run_dir = Path(cfg.train.out_dir)
-    tasks = record["tasks"]
-    m = cfg.model
-    sizes = ", ".join(f"{k}={m[k]}" for k in ("dim_model", "n_layers", "n_heads") if k in m)
-    quick = (
-        "\n> **--quick smoke run**: a few training steps and a couple of small test batches; "
-        "nothing here is a result.\n"
-        if record["quick"]
-        else ""
-    )
-    lines = [
-        f"# Worked example: {example.title}",
-        quick,
-        f"**What**: {example.source} A task is {example.task}. The model (`{m['name']}`) is "
-        f"trained on the training tasks and scored on held-out test tasks (whole tasks, never "
-        f"seen in training) beside a GP fitted to each task's context alone (`gp`) and the "
-        f"context's mean and std (`context-moments`). Metric: log-likelihood per target point "
-        f"in the data's units ({example.unit}; higher is better), RMSE ({example.unit}) and "
-        f"the share of targets inside the central 95 % interval; mean ± standard error over "
-        f"test tasks, and the model's LL less each baseline's, paired over the same tasks and "
-        f"contexts.",
-        "",
-        f"**Command**: `{record['command']}` at commit `{record['commit']}` (writes the table "
-        f"from the package's data, trains from `{example.config.relative_to(ROOT)}`, scores, "
-        f"plots; nothing to download). Afterwards `tnpx eval {_shown(run_dir)}/model.pt` prints "
-        f"the first table again and `tnpx plot {_shown(run_dir)}/model.pt` draws test tasks.",
-        "",
-        f"**Budget** (a worked example, no paper to match): `{m['name']}` ({sizes}), "
-        f"{cfg.train.steps} steps of batch {cfg.data.get('batch_size')} tasks, "
-        f"{cfg.optim.name} {cfg.optim.lr:g} with {cfg.schedule.warmup_steps} warm-up steps and "
-        f"{cfg.schedule.name} decay, seed {cfg.train.seed}, one run. Tasks: "
-        f"{tasks['train']} train, {tasks['val']} validation, {tasks['test']} test (split by "
-        f"task, by a hash of its key). Test: {record['scored_tasks']} of the {tasks['test']} "
-        f"test tasks, each once, its context a random {cfg.data.get('ctx_fraction')} fraction "
-        f"of its points as in training, the rest its targets; then each test task with a fixed "
-        f"number of context points. Steps and sizes were set before any test score and not "
-        f"tuned on them. Validation LL (model units) during training: "
-        f"{_curve_text(record['validation_ll'])}.",
-        "",
-        f"**Hardware and time**: {record['hardware']}; load average "
-        f"{record['load_average_at_start']:.1f} at the start. Training {t['train_s']:.0f} s, "
-        f"scoring {t['eval_s']:.0f} s, figure {t['plot_s']:.0f} s; {t['total_s']:.0f} s in all.",
-        "",
-        f"## Held-out test tasks ({n}), contexts as in training",
-        "",
-        format_task_table(headline),
-        "",
-        "## By context size (every test task, exactly k context points)",
-        "",
-        _size_table(by_size),
-        "",
-    ]
-    transfer = record["transfer"]
-    if transfer:
-        lines += ["## Transfer: another example's model, zero-shot", "", _transfer_text(transfer)]
-        lines.append("")
-    clauses = _verdict(headline[0], n)
-    reading = [
-        f"On the {n} held-out test tasks the trained model {'; it '.join(clauses)}.",
-        _size_summary(by_size, example.unit),
-    ]
-    if transfer and "not_run" not in transfer:
-        reading.append(_transfer_reading(transfer, headline, example.unit))
-    reading.append(example.about)
-    lines += ["## Reading", "", " ".join(r for r in reading if r), ""]
-    lines += [
-        f"![held-out test tasks]({FIGURE})",
-        "",
-        f"`{FIGURE}`: the first test batch's tasks (context as in training) in {example.unit}: "
-        "the context (red), the rest of the task (grey), the trained model's and the per-task "
-        "GP's mean ± 2σ. `metrics.json`: every number above, per-split task counts, the test "
-        "tasks' keys, the validation curve and the config.",
-        "",
-    ]
-    return "\n".join(lines)
-
-
-def _shown(path: Path) -> str:
-    """``path`` relative to the repository where it lies inside it."""
-    try:
-        return str(Path(path).resolve().relative_to(ROOT))
-    except ValueError:
-        return str(path)
-
-
-def _curve_text(curve: list[list[float]]) -> str:
-    if not curve:
-        return "none recorded"
-    shown = curve if len(curve) <= 6 else [*curve[:2], *curve[-4:]]
-    text = ", ".join(f"{v:.3f} (step {s})" for s, v in shown)
-    best = max(curve, key=lambda sv: sv[1])
-    return f"{text}; best {best[1]:.3f} at step {best[0]}"
-
-
-def _size_table(by_size: dict[int, list[TaskMetrics]]) -> str:
-    lines = [
-        "| context points | tasks | model LL | gp LL | context-moments LL | model − gp "
-        "| model − context-moments | model RMSE | gp RMSE |",
-        "| ---: | ---: | --- | --- | --- | --- | --- | --- | --- |",
-    ]
-    for k, rows in by_size.items():
-        ours, named = rows[0], {r.model: r for r in rows[1:]}
-        gp, moments = named.get("gp"), named.get("context-moments")
-        cells = [
-            str(k),
-            str(ours.n_tasks),
-            *(_ll_cell(r) for r in (ours, gp, moments)),
-            *(_diff_cell(ours.vs.get(name)) for name in ("gp", "context-moments")),
-            f"{ours.rmse[0]:.3g}",
-            f"{gp.rmse[0]:.3g}" if gp else "—",
-        ]
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
-
-
-def _ll_cell(row: TaskMetrics | None) -> str:
-    return f"{row.ll:.3f} ± {row.ll_se:.3f}" if row else "—"
-
-
-def _diff_cell(diff: tuple[float, float] | None) -> str:
-    return f"{diff[0]:+.3f} ± {diff[1]:.3f}" if diff else "—"
-
-
-def _transfer_text(transfer: dict) -> str:
-    if "not_run" in transfer:
-        return f"Not run: {transfer['not_run']}."
-    names = list(transfer["vs"])
-    diffs = " | ".join(f"{d:+.3f} ± {s:.3f}" for d, s in transfer["vs"].values())
-    rows = [
-        "| model | tasks | LL | RMSE | 95% coverage | "
-        + " | ".join(f"its LL − {n}" for n in names)
-        + " |",
-        "| --- | ---: | --- | --- | ---: | " + " | ".join("---" for _ in names) + " |",
-        f"| {transfer['model']} | {transfer['n_tasks']} | {transfer['ll']:.3f} ± "
-        f"{transfer['ll_se']:.3f} | {transfer['rmse'][0]:.4g} ± {transfer['rmse_se'][0]:.2g} | "
-        f"{transfer['coverage95']:.3f} | {diffs} |",
-    ]
-    return (
-        f"`{transfer['from']}`'s trained model, not trained on these tasks, on the same test "
-        f"tasks and contexts as the first table (the data's units mapped into its own by the "
-        f"normalisation its checkpoint stores); its LL less each other model's (`trained "
-        f"here`: this example's model), paired over tasks:\n\n" + "\n".join(rows)
-    )

@@ -14,7 +14,12 @@ import warnings
 from types import ModuleType
 
 #: pip's name of a package whose importable name differs.
-PACKAGES = {"sklearn": "scikit-learn", "skimage": "scikit-image", "PIL": "pillow"}
+PACKAGES = {
+    "sklearn": "scikit-learn",
+    "skimage": "scikit-image",
+    "PIL": "pillow",
+    "iris_sample_data": "iris-sample-data",
+}
 
 
 class MissingExtraError(ImportError):
