@@ -211,11 +211,19 @@ def _check_counts(cfg: ExperimentConfig) -> None:
 def check_components(cfg: ExperimentConfig) -> None:
     """Check the model and data sections against the chosen model and sampler."""
     from .data import SAMPLERS
+    from .data.custom import check_custom_name, is_custom_name
     from .models import REGISTRY
 
     _check_registered("model.name", cfg.model.get("name"), sorted(REGISTRY), "registered models")
     check_keys(cfg.model, REGISTRY[cfg.model["name"]].Hyper, "model", MODEL_KEYS)
-    _check_registered("data.name", cfg.data.get("name"), list(SAMPLERS), "samplers")
+    name = cfg.data.get("name")
+    if is_custom_name(name):  # a user's class: imported when a sampler is built, not here
+        problem = check_custom_name(name)
+        if problem:
+            raise ConfigError(problem)
+        _check_counts(cfg)
+        return
+    _check_registered("data.name", name, list(SAMPLERS), "samplers")
     data_cls = SAMPLERS[cfg.data["name"]][1]
     check_keys(cfg.data, data_cls, "data", {"name": str, "batch_size": int})
     check_keys(cfg.eval.data, data_cls, "eval.data")
