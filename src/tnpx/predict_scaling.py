@@ -224,10 +224,3 @@ class FarTargets:
             f"{self.n_far} of {self.n} targets lie {where} (in {column_names(cols)}; context "
             f"range {self._spans()}); {trust}"
         )
-
-
-def warn_far_targets(xc: np.ndarray, xt: np.ndarray, x_cols: list) -> None:
-    """Warn when targets lie more than one context-range width outside the context's range."""
-    far = FarTargets(xc, x_cols)
-    far.add(xt)
-    far.warn()
