@@ -265,6 +265,7 @@ def gappy_config(tmp_path, option: bool, steps: int = 200):
     return config
 
 
+@pytest.mark.slow  # trains and evaluates through the CLI (~10-20 s)
 def test_training_on_a_table_with_gaps(tmp_path):
     config = gappy_config(tmp_path, option=True)
     cfg = load_config(config)
