@@ -46,6 +46,7 @@ def _finite(row: dict) -> bool:
     return all(math.isfinite(v) for v in numbers)
 
 
+@pytest.mark.slow  # the module's quick runs train two examples (~50 s)
 @pytest.mark.parametrize("name", EXAMPLES)
 def test_quick_run_writes_the_table_numbers_and_figure(quick, name):
     example, results = quick[name]
@@ -65,6 +66,7 @@ def test_quick_run_writes_the_table_numbers_and_figure(quick, name):
     assert figure.startswith(b"\x89PNG") and len(figure) > 10_000
 
 
+@pytest.mark.slow
 def test_the_transfer_scores_the_other_examples_model(quick):
     record = json.loads((quick["sf_temps"][1] / "metrics.json").read_text())
     transfer = record["transfer"]
@@ -72,6 +74,7 @@ def test_the_transfer_scores_the_other_examples_model(quick):
     assert set(transfer["vs"]) == {"trained here", *ROWS[1:]} and _finite(transfer)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", EXAMPLES)
 def test_the_full_config_scores_every_test_task_once(quick, name):
     example, results = quick[name]
