@@ -18,6 +18,9 @@ import pytest
 
 from tiny import write_tiny
 
+# End to end through the lab's scripts or a subprocess: `make test-slow` (CI runs it).
+pytestmark = pytest.mark.slow
+
 # What only the extras install (scipy and pillow arrive with several of them).
 OPTIONAL = (
     "matplotlib botorch gpytorch linear_operator tensorboard xarray netCDF4 statsmodels "

@@ -19,6 +19,9 @@ import pytest
 
 import tnpx
 
+# End to end through the lab's scripts or a subprocess: `make test-slow` (CI runs it).
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[1]
 TOOLS = {"mkdocs": "mkdocs", "material": "mkdocs-material", "mkdocstrings": "mkdocstrings"}
 TOOLS["mkdocstrings_handlers"] = "mkdocstrings-python"

@@ -270,6 +270,7 @@ def tiny_benchmark(tmp_path):
     return load_benchmark(cfg, tmp_path / "out"), ckpt, cfg
 
 
+@pytest.mark.slow
 def test_benchmark_writes_the_table_and_resumes(tmp_path):
     from experiments.bo_benchmark import load_benchmark
     from experiments.bo_benchmark_run import run_benchmark

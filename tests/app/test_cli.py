@@ -105,6 +105,7 @@ def test_train_eval_plot_smoke(tmp_path):
     assert (tmp_path / "s.png").read_bytes()[:4] == b"\x89PNG"
 
 
+@pytest.mark.slow  # each case is a subprocess (~3 s)
 @pytest.mark.parametrize(
     "args, message",
     [

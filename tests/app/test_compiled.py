@@ -23,6 +23,7 @@ def test_default_mode_uses_cuda_graphs_only_on_cuda():
     assert default_mode(torch.device("cpu")) == "default"
 
 
+@pytest.mark.slow
 def test_inductor_compiled_prediction_equals_eager():
     """The real CPU path (inductor's C++ kernels): same mean and std as the eager model."""
     model = small_model("tnp-kr-full")

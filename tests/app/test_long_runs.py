@@ -17,6 +17,7 @@ def _cfg(tmp_path, **train):
     return load_config(write_tiny(tmp_path), tiny_overrides(tmp_path, **train))
 
 
+@pytest.mark.slow
 def test_time_budget_stops_and_resume_equals_uninterrupted(tmp_path):
     full = fit(_cfg(tmp_path / "a", steps=30)).model
     sliced = [fit(_cfg(tmp_path / "b", steps=30), max_seconds=1e-9)]  # one step a slice

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 import torch
 
 import tnpx
@@ -15,6 +16,9 @@ from tnpx.data import batch_at
 from tnpx.evaluate import build_test_sampler
 from tnpx.train import build_train_sampler, validation_ll
 from user_tables import CONFIG, write_sines
+
+# End to end through the lab's scripts or a subprocess: `make test-slow` (CI runs it).
+pytestmark = pytest.mark.slow
 
 
 def test_train_and_evaluate_on_a_table(tmp_path):

@@ -121,6 +121,7 @@ def test_maps_apply_to_arrays_and_differentiably_to_tensors():
     assert units.variance_to_user(torch.tensor([0.25])).tolist() == [4.0]
 
 
+@pytest.mark.slow
 def test_predict_does_not_import_botorch():
     code = (
         "import sys, tnpx, tnpx.predict, tnpx.units, tnpx.predict_scaling; "

@@ -40,6 +40,7 @@ def test_measure_records_out_of_memory():
     assert "allocate" in result["message"]
 
 
+@pytest.mark.slow
 def test_measure_records_errors():
     result = measure({"model": "no-such-model", "n_ctx": 1, "n_tgt": 1}, timeout_s=60)
     assert result["status"] == "error"

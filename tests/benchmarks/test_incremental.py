@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import json
 
+import pytest
 import torch
 
 from benchmarks import incremental
 from benchmarks.incremental_parts import PeakTensorMemory
+
+# End to end through the lab's scripts or a subprocess: `make test-slow` (CI runs it).
+pytestmark = pytest.mark.slow
 
 
 def test_peak_tensor_memory_counts_what_is_alive_at_once():

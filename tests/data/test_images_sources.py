@@ -209,6 +209,7 @@ def test_fashion_mnist_debian(tmp_path):
     assert fashion_mnist_debian("test").shape == (10000, 28, 28, 1)
 
 
+@pytest.mark.slow
 def test_module_imports_without_the_standin_packages():
     code = (
         "import sys\n"

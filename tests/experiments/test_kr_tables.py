@@ -23,6 +23,9 @@ from tnpx.data import batch_at
 from tnpx.evaluate import build_test_sampler
 from tnpx.models import build_model
 
+# End to end through the lab's scripts or a subprocess: `make test-slow` (CI runs it).
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 
 GP_TABLES = [name for name, spec in kt.TABLES.items() if spec.gp_data]

@@ -18,6 +18,9 @@ from tnpx.gp_average import HyperGrid, average_log_likelihood
 from tnpx.models import build_model
 from tnpx.zoo import pretrained
 
+# End to end through the lab's scripts or a subprocess: `make test-slow` (CI runs it).
+pytestmark = pytest.mark.slow
+
 TINY = {"n_lengthscale": 2, "n_period": 3, "n_noise": 2, "refinements": 1, "tolerance": 1e-3}
 
 

@@ -18,6 +18,9 @@ from experiments import pretrained_real as pr  # noqa: E402
 from experiments.pretrained_real_gp import fit_series_gp, periodogram_peak  # noqa: E402
 from tnpx.data.real_series import load_series  # noqa: E402
 
+# End to end through the lab's scripts or a subprocess: `make test-slow` (CI runs it).
+pytestmark = pytest.mark.slow
+
 
 @pytest.mark.parametrize("n_points", [100, 309, 732])
 def test_interpolation_targets_lie_inside_the_context_and_apart_from_it(n_points):

@@ -32,6 +32,9 @@ from tnpx.evaluate import build_test_sampler, evaluate
 from tnpx.train import fit
 from tnpx.zoo import model_card, pretrained_path
 
+# End to end through the lab's scripts or a subprocess: `make test-slow` (CI runs it).
+pytestmark = pytest.mark.slow
+
 TINY_COMPOSITE = """
 name: tiny-composite
 model: {name: tnp, dim_x: 1, dim_y: 1, dim_model: 16, n_layers: 1, n_heads: 2, dim_head: 8,

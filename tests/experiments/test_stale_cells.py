@@ -22,6 +22,9 @@ from tnpx.evaluate import Metrics
 from tnpx.models import build_model
 from tnpx.models.base import PRESETS
 
+# End to end through the lab's scripts or a subprocess: `make test-slow` (CI runs it).
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "pre-preset-cells"
 

@@ -15,6 +15,9 @@ from experiments.paper_tables.te_specs import TE_CODE_PRESETS
 from tnpx.config import read_yaml
 from tnpx.models import build_model
 
+# End to end through the lab's scripts or a subprocess: `make test-slow` (CI runs it).
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 CONFIGS = sorted(p for p in (ROOT / "configs").glob("*.yaml") if p.name.startswith(("te", "kr")))
 # Configs without a model section: KR-2's BO configs load the KR-1 checkpoints.

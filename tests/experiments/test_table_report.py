@@ -11,6 +11,9 @@ import pytest
 from experiments import kr_tables as kt
 from table_fakes import fake_cell, nll_rows, paper_like, readme, write_cells
 
+# End to end through the lab's scripts or a subprocess: `make test-slow` (CI runs it).
+pytestmark = pytest.mark.slow
+
 GP_TABLES = [name for name, spec in kt.TABLES.items() if spec.gp_data]
 
 

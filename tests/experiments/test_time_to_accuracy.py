@@ -7,6 +7,9 @@ import pytest
 
 from experiments import time_to_accuracy as tta
 
+# End to end through the lab's scripts or a subprocess: `make test-slow` (CI runs it).
+pytestmark = pytest.mark.slow
+
 LOG = """step,loss,lr,steps_per_s,val_ll
 100,1.0,0.001,10.0,
 200,0.9,0.001,5.0,0.40
