@@ -76,9 +76,9 @@ import sys
 import zipfile
 
 names = zipfile.ZipFile(sys.argv[1]).namelist()
-need = ["tnpx/py.typed", "tnpx/cli.py", "tnpx/zoo/gp1d-v2-tnp.pt", "tnpx/zoo/gp1d-v2-tnp.json"]
+need = ["tnpx/py.typed", "tnpx/cli/commands.py", "tnpx/zoo/gp1d-v2-tnp.pt", "tnpx/zoo/gp1d-v2-tnp.json"]
 need += [f"tnpx/{sub}/__init__.py" for sub in ("bo", "data", "models", "nn", "zoo")]
-need += ["tnpx/demo.py", "tnpx/provenance.py"]  # `tnpx demo` is the library's
+need += ["tnpx/demo/run.py", "tnpx/provenance.py"]  # `tnpx demo` is the library's
 missing = [n for n in need if n not in names]
 stray = [n for n in names if n.split("/")[0] not in ("tnpx",) and ".dist-info/" not in n]
 stray += [n for n in names if n.startswith("tnpx/experiments/")]  # the lab is not shipped

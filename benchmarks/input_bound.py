@@ -12,7 +12,7 @@ Magnitudes: every power of ten up to the dtype's largest value (every fifth for 
 
 and records the smallest ``M`` at which a mean or std is not finite (or the call raises).
 Written to ``results/perf/input_bound.md`` / ``.json``; the bound in
-:mod:`tnpx.validation` (``MAX_ABS_INPUT``) is chosen from it with a margin.
+:mod:`tnpx.input_checks` (``MAX_ABS_INPUT``) is chosen from it with a margin.
 
     python -m benchmarks.input_bound [--dtypes float32 float64] [--sizes default small]
 """
@@ -76,7 +76,7 @@ def finite_at(model, pattern: str, m: float, dtype) -> str | None:
 
 def _raw_validate(model):
     """Bypass the model's input bound so the probe sees what the arithmetic does."""
-    from tnpx.validation import validate_inputs
+    from tnpx.input_checks import validate_inputs
 
     def validate(xc, yc, xt, mask_c):
         ref = model._reference()

@@ -23,11 +23,11 @@ from benchmarks.harness import write_results
 from tnpx.config import load_config
 from tnpx.data import batch_at
 from tnpx.models import build_model
-from tnpx.optim import build_optimizer, build_schedule, clip_gradients, parameter_groups
 from tnpx.provenance import command_line, git_commit, hardware
-from tnpx.train import build_train_sampler, validation_ll
-from tnpx.train_batches import BatchStream
-from tnpx.train_guard import all_finite
+from tnpx.training.batches import BatchStream
+from tnpx.training.guard import all_finite
+from tnpx.training.loop import build_train_sampler, validation_ll
+from tnpx.training.optim import build_optimizer, build_schedule, clip_gradients, parameter_groups
 
 PHASES = ("sample", "forward", "backward", "clip + optimiser", "guard")
 

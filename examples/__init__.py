@@ -3,7 +3,7 @@
 Each example reads a package's data (a long table of many tasks it writes, or a file as it
 comes), trains a model on it from
 its config in ``configs/examples/``, scores the model on all held-out test tasks beside a GP
-fitted per task and the context's moments (:func:`tnpx.evaluate_tasks.evaluate_tasks`), draws
+fitted per task and the context's moments (:func:`tnpx.evaluation.user_tasks.evaluate_tasks`), draws
 held-out tasks, and writes its results folder under ``results/examples/``
 (:mod:`examples.runner`). ``--quick`` runs the same path in seconds
 (``tests/app/test_examples.py``).

@@ -6,9 +6,9 @@ is (``configs/examples/<name>.yaml``). :func:`run`:
 
 1. writes the table as CSV under the run folder (``runs/examples/<name>/``, ignored by git),
    or takes the file's path;
-2. trains from the config (:func:`tnpx.train.fit`), ``data.path`` and ``train.out_dir`` set;
+2. trains from the config (:func:`tnpx.training.loop.fit`), ``data.path`` and ``train.out_dir`` set;
 3. scores the model on the held-out test tasks in the data's units beside a GP fitted per task
-   and the context's moments (:func:`tnpx.evaluate_tasks.evaluate_tasks`), with the LL
+   and the context's moments (:func:`tnpx.evaluation.user_tasks.evaluate_tasks`), with the LL
    differences paired over tasks: once with the training's random context sizes (the config's
    ``eval`` section: a source with a list of tasks, a table, must hold each test task once in
    it; a grid's windows are drawn at random), once per fixed context size on the same tasks;
@@ -47,8 +47,8 @@ from tnpx.batch import Batch
 from tnpx.checkpoint import load, read_checkpoint
 from tnpx.config import ExperimentConfig, config_to_yaml, load_config
 from tnpx.data import SAMPLERS, TaskSampler, batch_at
-from tnpx.evaluate import build_test_sampler
-from tnpx.evaluate_tasks import (
+from tnpx.evaluation.protocol import build_test_sampler
+from tnpx.evaluation.user_tasks import (
     BASELINES,
     TaskMetrics,
     evaluate_tasks,
@@ -59,7 +59,7 @@ from tnpx.evaluate_tasks import (
 from tnpx.models import NeuralProcess, build_model
 from tnpx.plot import plot_1d_tasks
 from tnpx.provenance import command_line, git_commit, hardware
-from tnpx.train import fit
+from tnpx.training.loop import fit
 
 # --quick: every step of the full run, in seconds; nothing here is to be read as a result.
 QUICK_OVERRIDES = [

@@ -22,9 +22,9 @@ import json
 from pathlib import Path
 
 from tnpx.config import load_config
-from tnpx.evaluate import cached_evaluate
+from tnpx.evaluation.protocol import cached_evaluate
 from tnpx.provenance import command_line, git_commit, hardware
-from tnpx.runs import run_status
+from tnpx.training.runs import run_status
 
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = ("tnp-d", "tnp-kr-full", "cnp", "tnp-kr-fast", "convcnp")

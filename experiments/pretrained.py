@@ -31,10 +31,10 @@ import torch
 from experiments import pretrained_ship as v2
 from experiments.pretrained_eval import KERNELS, score
 from tnpx.config import load_config
-from tnpx.evaluate import build_test_sampler, evaluate
+from tnpx.evaluation.protocol import build_test_sampler, evaluate
 from tnpx.plot import plot_1d_tasks
 from tnpx.provenance import command_line, git_commit, hardware
-from tnpx.train import train_or_load
+from tnpx.training.loop import train_or_load
 
 MODELS = {
     "gp1d-tnp": "configs/pretrained-gp1d-tnp.yaml",

@@ -33,7 +33,7 @@ from experiments.pretrained_eval import KERNELS, ROOT, single_kernel_sampler
 from tnpx.checkpoint import load
 from tnpx.config import load_config
 from tnpx.data import GPConfig, batch_at
-from tnpx.evaluate import mean_se
+from tnpx.evaluation.protocol import mean_se
 from tnpx.gp_average import HyperGrid
 from tnpx.models import build_model
 from tnpx.provenance import command_line, git_commit, hardware

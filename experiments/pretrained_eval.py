@@ -25,9 +25,9 @@ from tnpx.checkpoint import load
 from tnpx.config import ExperimentConfig, load_config
 from tnpx.data import TaskSampler, build_sampler
 from tnpx.data.gp_composite import single_kernel_options
-from tnpx.evaluate import Metrics, build_test_sampler, evaluate
+from tnpx.evaluation.protocol import Metrics, build_test_sampler, evaluate
 from tnpx.models import NeuralProcess
-from tnpx.train_state import experiment_of
+from tnpx.training.state import experiment_of
 
 ROOT = Path(__file__).resolve().parents[1]
 KERNELS = ["rbf", "matern12", "matern32", "matern52", "periodic"]

@@ -46,8 +46,8 @@ import torch
 import tnpx
 from experiments.pretrained_real_gp import fit_series_gp
 from experiments.pretrained_real_report import GP, KINDS, plot_splits, write_report
+from tnpx.apply.predict import resolve_model
 from tnpx.data.real_series import SERIES, RealSeries, load_series
-from tnpx.predict import resolve_model
 from tnpx.provenance import command_line, git_commit, hardware
 
 WINDOW = 100  # points in a split's window (at most): the zoo saw 1-100 context points

@@ -1,11 +1,12 @@
 """Each zoo model's safe range: how far beyond its context its calibration holds (issue 33).
 
 For every model in the zoo folder (or ``--models``): its distance profile
-(:func:`tnpx.extrapolation.distance_profile`) on ``--batches`` held-out batches of its own
-training prior with targets out to 3 context widths
-(:func:`tnpx.extrapolation.prior_profile_sampler`), each task through ``tnpx.predict``'s unit
-maps; its safe range and hard limit (:func:`tnpx.extrapolation.safe_range`) go into its card
-as ``safe_range`` (``tnpx.predict`` warns past the first and refuses past the second), and
+(:func:`tnpx.evaluation.extrapolation.distance_profile`) on ``--batches`` held-out batches of
+its own training prior with targets out to 3 context widths
+(:func:`tnpx.evaluation.extrapolation.prior_profile_sampler`), each task through
+``tnpx.predict``'s unit maps; its safe range and hard limit
+(:func:`tnpx.evaluation.extrapolation.safe_range`) go into its card as ``safe_range``
+(``tnpx.predict`` warns past the first and refuses past the second), and
 ``--out/safe-range.{md,json,png}`` show every model's profile.
 
     python -m experiments.pretrained_safe_range                 # every zoo model, its card too
@@ -22,17 +23,17 @@ from pathlib import Path
 
 import torch
 
+from tnpx.apply.predict import training_domain
 from tnpx.checkpoint import load
-from tnpx.extrapolation import (
+from tnpx.evaluation.extrapolation import (
     DEFAULT_EDGES,
     PROFILE_TARGETS,
     distance_profile,
     prior_profile_sampler,
     safe_range,
 )
-from tnpx.predict import training_domain
 from tnpx.provenance import command_line, git_commit, hardware
-from tnpx.train_state import experiment_of
+from tnpx.training.state import experiment_of
 
 ZOO = Path("src/tnpx/zoo")
 BATCHES = 32  # 512 tasks of batch 16, ~100,000 targets: ~0.01 s.e. on each bin's coverage

@@ -29,10 +29,10 @@ from experiments.pretrained_eval import KERNELS, ROOT, experiment, score
 from tnpx.checkpoint import atomic_save, load, read_checkpoint
 from tnpx.config import ExperimentConfig, load_config
 from tnpx.data.gp_composite import CompositeGPConfig
-from tnpx.evaluate import build_test_sampler, evaluate
+from tnpx.evaluation.protocol import build_test_sampler, evaluate
 from tnpx.provenance import hardware
-from tnpx.runs import RunStatus, run_status
-from tnpx.train_state import last_checkpoint
+from tnpx.training.runs import RunStatus, run_status
+from tnpx.training.state import last_checkpoint
 
 V2 = ["gp1d-v2-tnp", "gp1d-v2-te-tnp-rope"]  # zoo names (their long runs: STAGES)
 # A zoo name -> its long runs in training order (experiments/long_runs): the last is shipped,

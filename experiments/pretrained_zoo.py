@@ -22,8 +22,8 @@ from experiments.pretrained_eval import KERNELS, ROOT, composite_score, experime
 from experiments.pretrained_real_report import GP
 from experiments.pretrained_ship import TARGET_GAP, V2, _relative, real_series_summary, shipped_run
 from tnpx.checkpoint import load
-from tnpx.runs import run_status
-from tnpx.train_state import last_checkpoint
+from tnpx.training.runs import run_status
+from tnpx.training.state import last_checkpoint
 from tnpx.zoo import trained_on_composite
 
 REPORT = "zoo"  # results/pretrained/zoo.{md,json,png}

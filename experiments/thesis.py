@@ -14,9 +14,9 @@ import json
 from pathlib import Path
 
 from tnpx.config import load_config
-from tnpx.evaluate import Metrics, cached_evaluate
+from tnpx.evaluation.protocol import Metrics, cached_evaluate
 from tnpx.provenance import command_line, git_commit, hardware
-from tnpx.train import train_or_load
+from tnpx.training.loop import train_or_load
 
 # section -> (title, thesis finding, rows: label -> config stem, tests: label -> data overrides)
 SECTIONS = {

@@ -35,7 +35,7 @@ from tnpx.config import load_config
 from tnpx.data import batch_at, build_sampler
 from tnpx.models import build_model
 from tnpx.provenance import command_line, git_commit, hardware
-from tnpx.runs import read_metrics
+from tnpx.training.runs import read_metrics
 
 # The TNP-KR paper's KR-1 RBF NLL (Table 3; PROTOCOLS.md), per model: the goal.
 PAPER_NLL = {"tnp-d": -0.455, "tnp-kr-full": -0.453, "cnp": 0.238}

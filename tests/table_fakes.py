@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from experiments import kr_tables as kt
-from tnpx.evaluate import Metrics
+from tnpx.evaluation.protocol import Metrics
 
 RUN = {
     "command": "python -m experiments.kr_tables",

@@ -110,12 +110,13 @@ def test_every_image_shown_is_in_the_site(site):
 @needs_docs
 def test_api_pages_render_the_docstrings(site):
     top = (site / "api" / "tnpx.html").read_text()
-    # tnpx.predict and tnpx.sample are documented where they are defined (the names are also
-    # modules), under the headings tnpx.predict and tnpx.sample
-    for name in ("predict.predict", "sample.sample", "pretrained", "ContextStream", "DataError"):
+    # tnpx.predict and tnpx.sample are documented where they are defined (tnpx.apply's modules
+    # of the same names), under the headings tnpx.predict and tnpx.sample
+    names = ("apply.predict.predict", "apply.sample.sample", "pretrained", "ContextStream")
+    for name in (*names, "DataError"):
         assert f'id="tnpx.{name}"' in top, f"the API page lacks tnpx.{name}"
     regressor = (site / "api" / "estimator.html").read_text()
-    assert 'id="tnpx.estimator.NPRegressor"' in regressor
+    assert 'id="tnpx.apply.estimator.NPRegressor"' in regressor
     assert ":func:`" not in top and ":class:`" not in top  # Sphinx roles became links or code
 
 

@@ -1,4 +1,4 @@
-"""The safe-range measurement (tnpx.extrapolation): distances binned as predict measures
+"""The safe-range measurement (tnpx.evaluation.extrapolation): distances binned as predict measures
 them, each task scored through predict's unit maps, and the range read from the profile."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import torch
 
 import tnpx
 from tnpx.config import config_from_dict
-from tnpx.extrapolation import (
+from tnpx.evaluation.extrapolation import (
     DistanceBin,
     distance_profile,
     prior_profile_sampler,

@@ -146,7 +146,7 @@ def test_the_lab_uses_tnpx_as_an_installed_package():
         ("from conftest import SMALL_SIZES", "tests/"),
         ("import tests.tiny", "tests/"),
         ("from tiny import write_tiny", "tests/"),
-        ("from tnpx.train import _clip", "tnpx.train._clip"),
+        ("from tnpx.training.loop import _clip", "tnpx.training.loop._clip"),
         ("import tnpx._version", "tnpx._version"),
         ("from tnpx._version import __version__", "tnpx._version"),
         ("def f():\n    from tnpx.models._x import y\n", "tnpx.models._x"),
@@ -170,14 +170,14 @@ def test_the_lab_check_allows_the_public_api_and_the_lab_itself():
 @pytest.mark.parametrize(
     "source, name",
     [
-        ("import experiments.kr_tables", "tnpx.sample"),
-        ("from experiments import long_runs", "tnpx.runs"),
+        ("import experiments.kr_tables", "tnpx.apply.sample"),
+        ("from experiments import long_runs", "tnpx.training.runs"),
         ("from benchmarks.bench import measure", "tnpx.cli"),
-        ("def f():\n    import benchmarks.scaling\n", "tnpx.cli_tools"),
-        ("import tnpx.experiments", "tnpx.sample"),
-        ("from . import experiments", "tnpx.train"),
+        ("def f():\n    import benchmarks.scaling\n", "tnpx.cli.tools"),
+        ("import tnpx.experiments", "tnpx.apply.sample"),
+        ("from . import experiments", "tnpx.plot"),
         ("from .. import experiments", "tnpx.models.base"),
-        ("import importlib\nimportlib.import_module('experiments.bo_benchmark')", "tnpx.cli_bo"),
+        ("import importlib\nimportlib.import_module('experiments.bo_benchmark')", "tnpx.cli.bo"),
     ],
 )
 def test_the_library_check_sees_every_form(source, name):
@@ -185,7 +185,9 @@ def test_the_library_check_sees_every_form(source, name):
 
 
 def test_the_library_check_ignores_look_alikes():
-    assert not library_problems("from .experimental import x\nimport tnpx.plot", "tnpx.sample")
+    assert not library_problems(
+        "from .experimental import x\nimport tnpx.plot", "tnpx.apply.sample"
+    )
     assert not library_problems("from ..bo import loop\nfrom . import models", "tnpx.data.gp")
     assert not library_problems("from .experiments import bench", "tnpx.bo.loop")  # tnpx.bo.*
 

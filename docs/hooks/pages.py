@@ -407,7 +407,7 @@ def _relative(here: str, page: str) -> str:
 
 def _models_table() -> str:
     """The registered models, as ``tnpx models --markdown`` lists them (``tnpx.cli.
-    models_table``: name, summary, equivariances), with a ``|`` inside a cell escaped (a
+    commands.models_table``: name, summary, equivariances), with a ``|`` inside a cell escaped (a
     summary may hold one: ``|x_n - x_m|``)."""
     from tnpx.models import REGISTRY
 

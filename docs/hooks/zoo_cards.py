@@ -348,7 +348,7 @@ def _safe_range(card: dict, link: Callable[[str], str]) -> list[str]:
     out += [
         f"Measured by {_code(sr.get('command'))} at commit {_code(sr.get('commit'))}; every "
         f"model side by side: [the zoo's safe range]"
-        f"({link('reproductions/pretrained/safe-range.md')}). `tnpx.extrapolation."
+        f"({link('reproductions/pretrained/safe-range.md')}). `tnpx.evaluation.extrapolation."
         "distance_profile` measures any model's profile.",
         "",
     ]

@@ -15,7 +15,7 @@ from experiments.paper_tables.specs import ORACLE, is_trained
 from tnpx.checkpoint import read_checkpoint
 from tnpx.config import ExperimentConfig, config_to_yaml, load_config
 from tnpx.models.base import PRESETS, resolve_hyper
-from tnpx.train_state import run_files
+from tnpx.training.state import run_files
 
 # Config keys that do not change a cell's numbers (so a cached cell stays valid without them).
 NEUTRAL_TRAIN_KEYS = ("out_dir", "progress", "device", "prefetch")

@@ -7,13 +7,13 @@
 """
 
 from ._version import __version__
+from .apply.predict import DataError, predict
+from .apply.sample import sample
+from .apply.stream import ContextStream
 from .batch import Batch
 from .checkpoint import CheckpointError, load, save
 from .compiled import compile_for_inference
 from .models import NeuralProcess, build_model, list_models
-from .predict import DataError, predict
-from .sample import sample
-from .stream import ContextStream
 from .zoo import list_pretrained, pretrained
 
 __all__ = [
@@ -39,7 +39,7 @@ __all__ = [
 def __getattr__(name: str):
     # NPRegressor imports scikit-learn (an optional extra, ~1.3 s): only when it is asked for.
     if name == "NPRegressor":
-        from .estimator import NPRegressor
+        from .apply.estimator import NPRegressor
 
         return NPRegressor
     raise AttributeError(f"module 'tnpx' has no attribute {name!r}")

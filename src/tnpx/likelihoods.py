@@ -9,7 +9,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.distributions import Normal
 
-from .validation import check_option
+from .input_checks import check_option
 
 SCALE_TRANSFORMS = (
     "softplus",

@@ -8,11 +8,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from .apply.sample import sample
 from .batch import Batch
 from .data import TaskSampler, batch_at
 from .extras import pyplot
 from .models import NeuralProcess, build_model
-from .sample import sample
 
 
 @torch.no_grad()

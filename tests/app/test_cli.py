@@ -1,4 +1,5 @@
-"""The command line: --help for every command, a train -> eval -> plot smoke run, clean errors."""
+"""The command line (tnpx.cli): --help for every command, a train -> eval -> plot smoke run,
+clean errors."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import sys
 import pytest
 
 from tiny import write_tiny
-from tnpx.cli import build_parser, main, moved_to_lab
+from tnpx.cli.commands import build_parser, main, moved_to_lab
 
 ENV = {**os.environ, "OMP_NUM_THREADS": "1"}
 COMMANDS = ["train", "runs", "eval", "plot", "predict", "models", "demo", "bo", "data"]

@@ -1,4 +1,5 @@
-"""Configs: every committed config loads; unknown keys and wrong types fail with the valid keys."""
+"""Configs (tnpx.config): every committed config loads; unknown keys and wrong types fail with
+the valid keys."""
 
 from __future__ import annotations
 

@@ -15,14 +15,14 @@ from pathlib import Path
 import pytest
 import torch
 
-from tnpx.cli import build_parser
+from tnpx.cli.commands import build_parser
 from tnpx.config import load_config
-from tnpx.demo import CNP_OVERRIDES, CNP_STEPS, demo_config, gp_mean_share
-from tnpx.demo_report import REFERENCE_MODEL, follows_context
-from tnpx.demo_settings import DEFAULT_OUT, DemoSettings
-from tnpx.evaluate import build_test_sampler
+from tnpx.demo.report import REFERENCE_MODEL, follows_context
+from tnpx.demo.run import CNP_OVERRIDES, CNP_STEPS, demo_config, gp_mean_share
+from tnpx.demo.settings import DEFAULT_OUT, DemoSettings
+from tnpx.evaluation.protocol import build_test_sampler
 from tnpx.models import build_model
-from tnpx.train import fit
+from tnpx.training.loop import fit
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = ROOT / "configs" / "kr1-rbf-tnpx-budget.yaml"

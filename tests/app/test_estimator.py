@@ -1,4 +1,4 @@
-"""tnpx.estimator.NPRegressor: scikit-learn's estimator checks, the same numbers as
+"""tnpx.apply.estimator.NPRegressor: scikit-learn's estimator checks, the same numbers as
 tnpx.predict, shapes, errors, copies, clone and pickle."""
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ from sklearn.exceptions import NotFittedError  # noqa: E402
 from sklearn.utils.estimator_checks import check_estimator, check_regressors_train  # noqa: E402
 
 import tnpx  # noqa: E402
-from tnpx import estimator as estimator_module  # noqa: E402
-from tnpx.estimator import NPRegressor  # noqa: E402
-from tnpx.predict_scaling import ExtrapolationLimits  # noqa: E402
+from tnpx.apply import estimator as estimator_module  # noqa: E402
+from tnpx.apply.estimator import NPRegressor  # noqa: E402
+from tnpx.apply.unit_choice import ExtrapolationLimits  # noqa: E402
 
 TINY = {"dim_model": 16, "n_layers": 1, "n_heads": 2, "dim_head": 8, "dim_ff": 16}
 BOX = (-2.0, 2.0)  # the tiny models' domain, given so that no "domain unknown" warning fires
@@ -305,7 +305,7 @@ def test_without_sklearn_constructing_says_what_to_install(monkeypatch):
     for name in [m for m in sys.modules if m == "sklearn" or m.startswith("sklearn.")]:
         monkeypatch.setitem(sys.modules, name, None)  # None in sys.modules: ImportError
     path = Path(estimator_module.__file__)
-    spec = importlib.util.spec_from_file_location("tnpx._estimator_without_sklearn", path)
+    spec = importlib.util.spec_from_file_location("tnpx.apply._estimator_without_sklearn", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)  # the module imports
     with pytest.raises(ImportError) as err:

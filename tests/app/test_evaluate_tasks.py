@@ -1,4 +1,4 @@
-"""Scores on a user's held-out tasks in the data's units (tnpx.evaluate_tasks): equal to a
+"""Scores on a user's held-out tasks in the data's units (tnpx.evaluation.user_tasks): equal to a
 float64 re-derivation on the raw values, and the baselines scored on the very same tasks."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import torch
 import tnpx
 from tnpx.data import batch_at
 from tnpx.data.table import TableSampler
-from tnpx.evaluate_tasks import evaluate_tasks, format_task_table, per_task
+from tnpx.evaluation.user_tasks import evaluate_tasks, format_task_table, per_task
 from user_tables import write_sines
 
 
@@ -62,7 +62,7 @@ def test_every_task_score_is_per_real_target(tmp_path):
 
 
 def test_an_output_no_target_observes_has_no_rmse_in_the_table():
-    from tnpx.evaluate_tasks import TaskMetrics
+    from tnpx.evaluation.user_tasks import TaskMetrics
 
     row = TaskMetrics("tnp", 3, -1.0, 0.1, [0.5, math.nan], [0.02, math.nan], 0.95)
     line = format_task_table([row]).splitlines()[-1]

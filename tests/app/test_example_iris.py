@@ -17,7 +17,7 @@ from examples.runner import Example, main
 from tnpx.config import load_config
 from tnpx.data import batch_at
 from tnpx.data.grid import context_range
-from tnpx.evaluate import build_test_sampler
+from tnpx.evaluation.protocol import build_test_sampler
 from tnpx.models import build_model
 
 pytest.importorskip("iris_sample_data")

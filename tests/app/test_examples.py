@@ -19,7 +19,7 @@ from examples.runner import _covered_tasks, main
 from tnpx.config import load_config
 from tnpx.data import batch_at
 from tnpx.data.table import TableSampler
-from tnpx.evaluate import build_test_sampler
+from tnpx.evaluation.protocol import build_test_sampler
 
 pytest.importorskip("vega_datasets")  # the real-data extra
 pytest.importorskip("gpytorch")  # the gp baseline

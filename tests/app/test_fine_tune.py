@@ -9,7 +9,7 @@ import torch
 import tnpx
 from tiny import tiny_overrides, write_tiny
 from tnpx.config import load_config
-from tnpx.train import fit, initialise_from
+from tnpx.training.loop import fit, initialise_from
 
 
 def _cfg(tmp_path, *extra, **train):

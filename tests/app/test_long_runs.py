@@ -10,7 +10,7 @@ from experiments import long_runs
 from tiny import tiny_overrides, write_tiny
 from tnpx.cli import main
 from tnpx.config import load_config
-from tnpx.train import fit
+from tnpx.training.loop import fit
 
 
 def _cfg(tmp_path, **train):
@@ -62,7 +62,7 @@ def test_bad_max_minutes_is_one_line(tmp_path, capsys):
 
 
 def test_runs_reports_progress_speed_and_validation(tmp_path, capsys):
-    from tnpx.runs import find_runs, run_status
+    from tnpx.training.runs import find_runs, run_status
 
     cfg = str(write_tiny(tmp_path))
     overrides = tiny_overrides(tmp_path, steps=40, progress="false", val_every=20, log_every=10)
@@ -115,7 +115,7 @@ def test_every_long_run_checkpoint_fits_in_a_commit(tmp_path, name):
 def test_a_finished_run_needs_only_its_model_config_and_metrics(tmp_path, monkeypatch):
     import shutil
 
-    from tnpx.runs import run_status
+    from tnpx.training.runs import run_status
 
     fit(_cfg(tmp_path, steps=20, log_every=10))
     run = tmp_path / "run"

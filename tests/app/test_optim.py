@@ -1,4 +1,4 @@
-"""Per-prefix learning-rate multipliers (``optim.lr_multipliers``)."""
+"""Per-prefix learning-rate multipliers (``optim.lr_multipliers``, tnpx.training.optim)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import torch.nn.functional as F
 from tiny import tiny_overrides, write_tiny
 from tnpx.config import OptimConfig, load_config
 from tnpx.models import build_model
-from tnpx.optim import build_optimizer, build_schedule, clip_gradients, parameter_groups
-from tnpx.train import fit
+from tnpx.training.loop import fit
+from tnpx.training.optim import build_optimizer, build_schedule, clip_gradients, parameter_groups
 
 
 def _model():

@@ -12,8 +12,8 @@ import torch
 import tnpx
 from predict_inputs import DOMAIN, SIZES, frames, quiet_predict, tiny
 from tiny import write_tiny
+from tnpx.apply.predict import can_stream, training_domain
 from tnpx.config import config_to_yaml, load_config
-from tnpx.predict import can_stream, training_domain
 
 
 def direct(model, xc, yc, xt):
@@ -132,7 +132,7 @@ def test_domain_comes_from_the_checkpoint_the_trainer_writes(tmp_path):
     cfg = load_config(write_tiny(tmp_path), ["data.domain=[0.0,4.0]"])
     model = tnpx.build_model(cfg.model["name"], 1, 1, **cfg.model_options()).eval()
     path = tmp_path / "model.pt"
-    tnpx.save(model, path, experiment=config_to_yaml(cfg))  # as tnpx.train.fit does
+    tnpx.save(model, path, experiment=config_to_yaml(cfg))  # as tnpx.training.loop.fit does
     ctx, tgt = frames()
     out = quiet_predict(path, ctx, tgt)  # no warning: the domain is known
     assert out.attrs["tnpx"]["domain"] == [[0.0, 4.0]]

@@ -9,7 +9,7 @@ import pytest
 
 import tnpx
 from predict_inputs import DOMAIN, tiny
-from tnpx.predict import DataError
+from tnpx.apply.predict import DataError
 
 
 # -- bad input ---------------------------------------------------------------------------------

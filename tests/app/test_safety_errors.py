@@ -153,7 +153,7 @@ def test_debug_re_raises(tmp_path):
 
 
 def test_unexpected_errors_are_named_by_type(monkeypatch, capsys):
-    import tnpx.cli as cli
+    import tnpx.cli.commands as cli
 
     def boom(args):
         raise KeyError("missing_piece")
@@ -168,7 +168,7 @@ def test_unexpected_errors_are_named_by_type(monkeypatch, capsys):
 
 
 def test_keyboard_interrupt_is_not_swallowed(monkeypatch):
-    import tnpx.cli as cli
+    import tnpx.cli.commands as cli
 
     def interrupted(args):
         raise KeyboardInterrupt

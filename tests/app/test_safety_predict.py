@@ -19,11 +19,11 @@ import torch
 
 import tnpx
 from conftest import small_model
-from tnpx import predict_steps
+from tnpx.apply import predict_steps
+from tnpx.apply.predict import DataError
 from tnpx.cli import main
-from tnpx.cli_predict import PlotSample
-from tnpx.predict import DataError
-from tnpx.validation import max_abs_input
+from tnpx.cli.predict import PlotSample
+from tnpx.input_checks import max_abs_input
 
 SIZES = {"dim_model": 16, "n_layers": 1, "n_heads": 2, "dim_head": 8, "dim_ff": 16}
 DOMAIN = ["--domain", "-2", "2"]

@@ -12,14 +12,14 @@ import pytest
 import torch
 
 import tnpx
-import tnpx.train as train_module
+import tnpx.training.loop as train_module
 from conftest import small_model
 from tiny import tiny_overrides, write_tiny
 from tnpx.cli import main
 from tnpx.config import load_config
-from tnpx.train import TrainingDiverged, fit
-from tnpx.train_guard import all_finite, what_diverged
-from tnpx.train_state import last_checkpoint
+from tnpx.training.guard import all_finite, what_diverged
+from tnpx.training.loop import TrainingDiverged, fit
+from tnpx.training.state import last_checkpoint
 
 
 def _cfg(tmp_path, *extra, **train):
@@ -117,7 +117,7 @@ def test_overwrite_removes_the_old_checkpoint(tmp_path):
     assert main(_train_args(tmp_path, "train.checkpoint_every=1")) == 0
     ckpt = last_checkpoint(tmp_path / "run")
     (tmp_path / "run/model.pt").unlink()
-    from tnpx.train_state import claim_run_folder
+    from tnpx.training.state import claim_run_folder
 
     claim_run_folder(tmp_path / "run", resume=False, overwrite=True)
     assert not ckpt.exists()

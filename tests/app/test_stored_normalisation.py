@@ -13,7 +13,7 @@ import tnpx
 from tnpx.checkpoint import CheckpointError, read_checkpoint
 from tnpx.cli import main
 from tnpx.config import load_config
-from tnpx.train import build_train_sampler, fit
+from tnpx.training.loop import build_train_sampler, fit
 from user_tables import CONFIG, write_sines
 
 

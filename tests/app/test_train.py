@@ -1,4 +1,5 @@
-"""Training: the loss falls, divergence stops cleanly, checkpoints resume exactly, DDP runs."""
+"""Training (tnpx.training.loop): the loss falls, divergence stops cleanly, checkpoints resume
+exactly, DDP runs."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ import tnpx
 from tiny import tiny_overrides, write_tiny
 from tnpx.config import load_config
 from tnpx.data import build_sampler
-from tnpx.train import TrainingDiverged, build_train_sampler, fit, validation_ll
+from tnpx.training.loop import TrainingDiverged, build_train_sampler, fit, validation_ll
 
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
@@ -203,8 +204,8 @@ def test_two_process_ddp_gloo(tmp_path):
 
 
 def test_train_or_load_and_cached_evaluate(tmp_path):
-    from tnpx.evaluate import cached_evaluate
-    from tnpx.train import train_or_load
+    from tnpx.evaluation.protocol import cached_evaluate
+    from tnpx.training.loop import train_or_load
 
     cfg = _cfg(tmp_path, steps=5, checkpoint_every=1000, val_every=1000)
     model, seconds = train_or_load(cfg)
@@ -228,7 +229,7 @@ def test_train_or_load_and_cached_evaluate(tmp_path):
 
 
 def test_train_or_load_refuses_an_unfinished_run(tmp_path, monkeypatch):
-    import tnpx.train as train_module
+    import tnpx.training.loop as train_module
 
     cfg = _cfg(tmp_path, steps=30)
     stopped = train_module.TrainResult(None, tmp_path, 17, 1.0, True, 2.0)

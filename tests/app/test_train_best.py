@@ -1,6 +1,6 @@
-"""``train.keep_best`` and ``train.patience``: model.pt holds the best validated weights, a
-run stops after N validations without improvement as a finished run, and resuming continues
-the count exactly."""
+"""``train.keep_best`` and ``train.patience`` (tnpx.training.best): model.pt holds the best
+validated weights, a run stops after N validations without improvement as a finished run, and
+resuming continues the count exactly."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ import torch
 import tnpx
 from tiny import tiny_overrides, write_tiny
 from tnpx.config import load_config
-from tnpx.runs import run_status
-from tnpx.train import build_train_sampler, fit, validation_ll
-from tnpx.train_best import BestSoFar
+from tnpx.training.best import BestSoFar
+from tnpx.training.loop import build_train_sampler, fit, validation_ll
+from tnpx.training.runs import run_status
 
 
 def _cfg(tmp_path, *extra, **train):

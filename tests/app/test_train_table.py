@@ -13,8 +13,8 @@ import tnpx
 from tnpx.cli import main
 from tnpx.config import load_config
 from tnpx.data import batch_at
-from tnpx.evaluate import build_test_sampler
-from tnpx.train import build_train_sampler, validation_ll
+from tnpx.evaluation.protocol import build_test_sampler
+from tnpx.training.loop import build_train_sampler, validation_ll
 from user_tables import CONFIG, write_sines
 
 # End to end through the lab's scripts or a subprocess: `make test-slow` (CI runs it).

@@ -124,7 +124,7 @@ def test_maps_apply_to_arrays_and_differentiably_to_tensors():
 @pytest.mark.slow
 def test_predict_does_not_import_botorch():
     code = (
-        "import sys, tnpx, tnpx.predict, tnpx.units, tnpx.predict_scaling; "
+        "import sys, tnpx, tnpx.apply.predict, tnpx.units, tnpx.apply.unit_choice; "
         "assert 'botorch' not in sys.modules, 'botorch imported'"
     )
     env = {**os.environ, "PYTHONPATH": str(Path(tnpx.__file__).parents[1])}

@@ -9,7 +9,7 @@ import torch
 import tnpx
 from tiny import tiny_overrides, write_tiny
 from tnpx.config import load_config
-from tnpx.train import fit
+from tnpx.training.loop import fit
 from tnpx.weight_init import initialise, lecun_normal_
 
 

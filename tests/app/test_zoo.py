@@ -16,7 +16,7 @@ import tnpx
 from tnpx.checkpoint import CheckpointError
 from tnpx.cli import main
 from tnpx.config import load_config
-from tnpx.evaluate import build_test_sampler, evaluate
+from tnpx.evaluation.protocol import build_test_sampler, evaluate
 from tnpx.zoo import HERE, checkpoint_file, model_card, pretrained_path
 
 SHIPPED = ["gp1d-tnp", "gp1d-te-tnp"]  # the checkpoint contract: these names always load

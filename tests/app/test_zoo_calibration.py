@@ -10,9 +10,9 @@ import pytest
 import torch
 
 import tnpx
-from tnpx.extrapolation import distance_profile, prior_profile_sampler
-from tnpx.predict import training_domain
-from tnpx.train_state import experiment_of
+from tnpx.apply.predict import training_domain
+from tnpx.evaluation.extrapolation import distance_profile, prior_profile_sampler
+from tnpx.training.state import experiment_of
 from tnpx.zoo import model_card, pretrained_path
 
 # 64 tasks x 200 targets: a bin holds ~900-1,800 targets of ~64 tasks, so its coverage moves

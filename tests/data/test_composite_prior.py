@@ -11,7 +11,7 @@ import torch
 
 from tnpx.data import GPConfig, GPSampler, batch_at, build_sampler, task_generator
 from tnpx.data.gp_composite import CompositeGPConfig, CompositeGPSampler
-from tnpx.evaluate import evaluate
+from tnpx.evaluation.protocol import evaluate
 from tnpx.kernels import KERNELS
 from tnpx.models import build_model
 from tnpx.models.gp import GPOracleHyper

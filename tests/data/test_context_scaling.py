@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 import torch
 
+from tnpx.apply.unit_choice import fit_units
 from tnpx.data import batch_at, build_sampler
 from tnpx.data.context_scaling import scale_like_predict
-from tnpx.predict_scaling import fit_units
 
 GP = dict(kernels=["rbf", "periodic"], layout="uniform", ctx_range=[-2.0, 2.0],
           tgt_range=[-6.0, 6.0], n_tgt=20, min_ctx=2, max_ctx=30)  # fmt: skip

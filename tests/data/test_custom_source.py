@@ -10,7 +10,7 @@ import torch
 import tnpx
 from tnpx.config import ConfigError, config_from_dict
 from tnpx.data import SAMPLERS, batch_at, build_sampler, register_sampler
-from tnpx.train import fit
+from tnpx.training.loop import fit
 
 SOURCE = textwrap.dedent(
     """

@@ -427,7 +427,7 @@ eval: {{n_batches: 1, batch_size: 4}}
 def test_training_stores_the_grids_normalisation(nc, tmp_path):
     from tnpx.checkpoint import read_checkpoint
     from tnpx.config import load_config
-    from tnpx.train import build_train_sampler, fit
+    from tnpx.training.loop import build_train_sampler, fit
 
     config = tmp_path / "grid.yaml"
     config.write_text(CONFIG.format(path=nc, out=tmp_path / "run"))
@@ -447,8 +447,8 @@ def test_the_iris_example_config_trains(tmp_path):
 
     from tnpx.checkpoint import read_checkpoint
     from tnpx.config import load_config
-    from tnpx.evaluate import build_test_sampler
-    from tnpx.train import fit
+    from tnpx.evaluation.protocol import build_test_sampler
+    from tnpx.training.loop import fit
 
     config = Path(__file__).parents[2] / "configs" / "examples" / "grid-iris-e1.yaml"
     path = Path(iris.path) / "E1_north_america.nc"

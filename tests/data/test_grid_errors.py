@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from tnpx.data import build_sampler
-from tnpx.tables import DataError
+from tnpx.data.user_files import DataError
 
 xr = pytest.importorskip("xarray")
 pytest.importorskip("netCDF4")

@@ -60,8 +60,8 @@ def test_samplers_without_a_box_say_none():
 
 
 def test_predict_reads_the_domain_from_the_sampler_and_none_for_images():
+    from tnpx.apply.predict import training_domain
     from tnpx.config import load_config
-    from tnpx.predict import training_domain
 
     shifted = load_config(None, ["data.name=sawtooth", "data.shift=1.5"])
     assert training_domain(shifted) == build_sampler("sawtooth", shift=1.5).input_domain

@@ -19,8 +19,8 @@ from tnpx.config import load_config
 from tnpx.data import SPLITS, batch_at, build_sampler
 from tnpx.data.era5_regions import time_values
 from tnpx.data.stations import StationsSampler
-from tnpx.tables import DataError
-from tnpx.train import build_train_sampler, fit, validation_ll
+from tnpx.data.user_files import DataError
+from tnpx.training.loop import build_train_sampler, fit, validation_ll
 
 xr = pytest.importorskip("xarray")
 pytest.importorskip("netCDF4")

@@ -15,8 +15,8 @@ from conftest import ALL_MODELS, small_model
 from tnpx.batch import Batch, target_mean
 from tnpx.data import SPLITS, batch_at, build_sampler, task_generator
 from tnpx.data.table import TableSampler
-from tnpx.evaluate import Z95, evaluate
-from tnpx.tables import DataError
+from tnpx.data.user_files import DataError
+from tnpx.evaluation.protocol import Z95, evaluate
 
 SPLIT_NAMES = list(SPLITS)
 

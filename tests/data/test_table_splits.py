@@ -10,7 +10,7 @@ import pytest
 
 from tnpx.data import SPLITS, batch_at, build_sampler
 from tnpx.data.table import TableSampler
-from tnpx.tables import DataError
+from tnpx.data.user_files import DataError
 
 SPLIT_NAMES = list(SPLITS)
 REGIONS = ["north", "south", "east", "west", "alps", "coast", "delta", "plain", "moor", "fen"]

@@ -20,7 +20,7 @@ from experiments import kr_tables as kt
 from table_fakes import nll_rows
 from tnpx.config import load_config
 from tnpx.data import batch_at
-from tnpx.evaluate import build_test_sampler
+from tnpx.evaluation.protocol import build_test_sampler
 from tnpx.models import build_model
 
 # End to end through the lab's scripts or a subprocess: `make test-slow` (CI runs it).

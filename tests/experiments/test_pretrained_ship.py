@@ -28,8 +28,8 @@ from experiments.pretrained_zoo import write_report, zoo_cards
 from tnpx.checkpoint import load, read_checkpoint
 from tnpx.config import load_config
 from tnpx.data import batch_at
-from tnpx.evaluate import build_test_sampler, evaluate
-from tnpx.train import fit
+from tnpx.evaluation.protocol import build_test_sampler, evaluate
+from tnpx.training.loop import fit
 from tnpx.zoo import model_card, pretrained_path
 
 # End to end through the lab's scripts or a subprocess: `make test-slow` (CI runs it).

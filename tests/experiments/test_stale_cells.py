@@ -11,14 +11,14 @@ from pathlib import Path
 
 import pytest
 
-import tnpx.evaluate
+import tnpx.evaluation.protocol
 from experiments import kr_tables as kt
 from experiments import te_ablation as ta
 from experiments.paper_tables import cells
 from table_fakes import fake_cell
 from tnpx.checkpoint import save
 from tnpx.config import load_config
-from tnpx.evaluate import Metrics
+from tnpx.evaluation.protocol import Metrics
 from tnpx.models import build_model
 from tnpx.models.base import PRESETS
 
@@ -140,8 +140,8 @@ def test_the_ablation_reuses_its_own_cells_and_refuses_them_after_a_change(out, 
     configs = ta.variant_configs(exact=False)
     for stem, cfg in configs.values():  # runs of this machine's runs/ must not matter
         cfg.train.out_dir = str(out / "runs" / stem)
-    monkeypatch.setattr(tnpx.evaluate, "evaluate", lambda *a, **k: fake_metrics())
-    monkeypatch.setattr(tnpx.evaluate, "build_test_sampler", lambda *a, **k: None)
+    monkeypatch.setattr(tnpx.evaluation.protocol, "evaluate", lambda *a, **k: fake_metrics())
+    monkeypatch.setattr(tnpx.evaluation.protocol, "build_test_sampler", lambda *a, **k: None)
     folder = out / "te_ablation"
 
     def scored(cfg, stem, test):  # what ta.main does for each cell
@@ -157,7 +157,9 @@ def test_the_ablation_reuses_its_own_cells_and_refuses_them_after_a_change(out, 
     assert cached["settings"]["test_data"] == {"input_distribution": "bimodal"}
     assert cached["settings"]["model"]["preset"] == "released-code"
     # the same cell read back, not recomputed
-    monkeypatch.setattr(tnpx.evaluate, "evaluate", lambda *a, **k: pytest.fail("recomputed"))
+    monkeypatch.setattr(
+        tnpx.evaluation.protocol, "evaluate", lambda *a, **k: pytest.fail("recomputed")
+    )
     stem, cfg = configs["TE-PT-TNP (input adjustment)"]
     assert scored(cfg, stem, "uniform").ll == 0.5
     cfg.model["n_pseudo"] = 16  # the row changes: its cells are stale

@@ -4,7 +4,7 @@ its noise, and whether the paper's pattern (a benefit on both, larger on bimodal
 from __future__ import annotations
 
 from experiments import te_ablation as ta
-from tnpx.evaluate import Metrics
+from tnpx.evaluation.protocol import Metrics
 
 
 def rows(uniform: float, bimodal: float, se: float = 0.01) -> dict[str, dict[str, Metrics]]:

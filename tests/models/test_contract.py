@@ -8,7 +8,7 @@ sampling (``test_contract_streaming.py``).
 
 Gathered from ``tests/test_models.py``, ``tests/test_validation.py`` and
 ``tests/test_streaming.py``; their tests of one family or one module are in that family's file
-(``test_tnp.py``, ``test_gp.py``), in ``test_base.py`` and in ``tests/app/test_validation.py``."""
+(``test_tnp.py``, ``test_gp.py``), in ``test_base.py`` and in ``tests/app/test_input_checks.py``."""
 
 from __future__ import annotations
 

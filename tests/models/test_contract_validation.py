@@ -1,7 +1,7 @@
 """The contract, input validation at the model boundary, for every registered model (the
 ``model_name`` fixture): every bad input is a ``ValueError`` naming the argument and what was
 received; valid inputs pass, and a NaN is refused unless its entry is masked out. The messages
-themselves and ``validate_inputs`` are tested in ``tests/app/test_validation.py``."""
+themselves and ``validate_inputs`` are tested in ``tests/app/test_input_checks.py``."""
 
 from __future__ import annotations
 

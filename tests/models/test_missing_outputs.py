@@ -18,7 +18,7 @@ from tnpx.cli import main
 from tnpx.config import load_config
 from tnpx.models.base import REGISTRY, missing_outputs_models
 from tnpx.nn import TokenEmbedder
-from tnpx.train import build_train_sampler, fit, validation_ll
+from tnpx.training.loop import build_train_sampler, fit, validation_ll
 from user_tables import CONFIG
 
 OPTION_MODELS = missing_outputs_models()

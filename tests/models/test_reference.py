@@ -61,7 +61,7 @@ def test_bad_options_fail_clearly(option):
 
 def test_training_it_fails_clearly(tmp_path):
     from tnpx.config import load_config
-    from tnpx.train import fit
+    from tnpx.training.loop import fit
 
     overrides = ["model.name=context-moments", f"train.out_dir={tmp_path}", "train.progress=false"]
     with pytest.warns(UserWarning, match="ignoring the config file's model options"):

@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 
 import torch
 
+from ..apply.stream import ContextStream
+from ..input_checks import check_option
 from ..models.base import NeuralProcess, build_model
-from ..stream import ContextStream
-from ..validation import check_option
 from .acquisition import make_acquisition
 from .surrogate import NPSurrogate
 

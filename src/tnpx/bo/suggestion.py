@@ -53,7 +53,7 @@ def suggest(
         maximise: choose points to maximise y. The model is given Y as observed (a model
             trained on your data never sees it negated) and the acquisition minimises ``-y``.
     """
-    from ..predict import resolve
+    from ..apply.predict import resolve
 
     resolved = resolve(model)  # a name or path: tnpx.zoo.checkpoint_file
     net, recorded, why = resolved[:3]

@@ -25,9 +25,9 @@ from botorch.posteriors.gpytorch import GPyTorchPosterior
 from gpytorch.distributions import MultitaskMultivariateNormal, MultivariateNormal
 from linear_operator.operators import DiagLinearOperator
 
+from ..apply.predict import Resolved, resolve
+from ..apply.predict_steps import Options, uses_stored
 from ..models.base import ContextEncoding, NeuralProcess
-from ..predict import Resolved, resolve
-from ..predict_steps import Options, uses_stored
 from ..units import UnitMap, box_pairs, range_onto_box, standardising
 
 
@@ -36,7 +36,7 @@ class NPSurrogate(Model):
 
     Args:
         model: a trained tnpx model (``dim_x`` = d, ``dim_y`` = m), a checkpoint path, a
-            shipped model's name, or :func:`tnpx.predict.resolve`'s result for one.
+            shipped model's name, or :func:`tnpx.apply.predict.resolve`'s result for one.
         train_X: ``[n, d]`` observed inputs (the user's units).
         train_Y: ``[n, m]`` observed outputs.
         bounds: ``[2, d]`` the search box; when given with ``domain``, inputs are mapped

@@ -1,7 +1,7 @@
 """Tasks as :func:`tnpx.predict` shows them to a model: each task's inputs mapped from its
 context's range onto the training box, its outputs standardised by its context's moments.
 
-:func:`tnpx.predict` does exactly this to a user's data (:mod:`tnpx.predict_scaling`), so a
+:func:`tnpx.predict` does exactly this to a user's data (:mod:`tnpx.apply.unit_choice`), so a
 model trained only on raw prior draws meets, through ``predict``, tasks it never saw: a context
 whose range is always the full box and whose outputs always have mean 0 and std 1, while the
 targets beyond the context carry the prior's spread *relative to that context's std* (a smooth
@@ -10,7 +10,7 @@ raw draws, the zoo's models put 12–15 % of targets beyond one context width ou
 interval through ``predict`` (issue 33; ``results/pretrained/safe-range.md``). A sampler option
 ``context_scaling = p`` passes each training task through this map with probability ``p``.
 
-The map equals :func:`tnpx.predict_scaling.fit_units` with the context's range (a float64
+The map equals :func:`tnpx.apply.unit_choice.fit_units` with the context's range (a float64
 re-derivation is tested), except that a task whose context has fewer than two distinct inputs
 keeps its inputs unchanged (``predict`` would use the targets' range, which in training is the
 sampler's, not a user's).

@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from ..batch import Batch
-from ..validation import check_option
+from ..input_checks import check_option
 
 # Re-exported (see __all__): G, RELIEF_FILES, STANDIN_FILES, iris_standin, load_era5.
 from .era5_files import (

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 import torch
 
 from ..batch import Batch
+from ..input_checks import check_option
 from ..kernels import KERNELS, canonical_kernel, kernel_matrix_mixed
-from ..validation import check_option
 from .base import TaskSampler, randint, uniform
 from .context_scaling import choose_tasks, scale_like_predict
 

@@ -17,7 +17,7 @@ Data larger than ``memory_limit_mb`` stays on disk (``load: auto``): a batch rea
 windows from the file, and the one pass at start-up (complete windows, statistics) reads a block
 at a time (:mod:`tnpx.data.grid_windows`). A window holding a missing value (NaN) of an output
 or static input is never drawn; one warning counts those windows. Bad data raises a
-:class:`~tnpx.tables.DataError` of one line naming the file and the variable.
+:class:`~tnpx.data.user_files.DataError` of one line naming the file and the variable.
 
 The TE-4 temperature sampler (:mod:`tnpx.data.era5`) is this source with TE-4's layout and its
 region statistics.
@@ -42,12 +42,12 @@ from typing import TYPE_CHECKING, ClassVar
 import torch
 
 from ..batch import Batch
-from ..tables import DataError, warn_user
-from ..validation import check_option
+from ..input_checks import check_option
 from .base import SPLITS, TaskSampler, randint
 from .grid_files import GridData, open_grid
 from .grid_splits import split_regions, why_empty
 from .grid_windows import Windows, scan
+from .user_files import DataError, warn_user
 
 if TYPE_CHECKING:  # pragma: no cover
     import xarray

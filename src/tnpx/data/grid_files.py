@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..extras import require
-from ..tables import DataError
 from .era5_regions import time_values
+from .user_files import DataError
 
 if TYPE_CHECKING:  # pragma: no cover
     import xarray

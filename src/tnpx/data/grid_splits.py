@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..tables import DataError
 from .grid_files import GridData
+from .user_files import DataError
 
 if TYPE_CHECKING:  # pragma: no cover
     from .grid import GridConfig

@@ -19,10 +19,10 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from ..tables import DataError
 from .era5_regions import _mean_std
 from .grid_files import GridData
 from .grid_splits import Region
+from .user_files import DataError
 
 SCAN_BYTES = 16 * 2**20  # outputs read per block of the scan (its masks take a few times more)
 

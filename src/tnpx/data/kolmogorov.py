@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import torch
 
 from ..batch import Batch
-from ..validation import check_option
+from ..input_checks import check_option
 from .base import randint
 
 # Re-exported (see __all__): the cache API (CACHE_FORMAT, CacheNotFoundError, partial_path,

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import torch
 
 from ..batch import Batch
-from ..validation import check_option
+from ..input_checks import check_option
 from .base import TaskSampler, randint, uniform
 
 

@@ -21,7 +21,7 @@ own columns, turns times into task keys (a number, or a date as text such as
 ``2024-01-31 12:00:00``; a window's key is its start), then hands the long table of keys,
 inputs and outputs to :class:`~tnpx.data.table.TableSampler`, which reads, checks, splits,
 normalises (on the training tasks) and pads batches. Bad data is a one-line
-:class:`~tnpx.tables.DataError` naming the file, row and column.
+:class:`~tnpx.data.user_files.DataError` naming the file, row and column.
 
 A gridded field joins as extra context, DeepSensor-style (``grid: {path: era5.nc, y: [t2m]}``,
 :mod:`tnpx.data.stations_grid`): a task's context then holds the grid's cells at the grid step
@@ -48,11 +48,11 @@ import numpy as np
 import torch
 
 from ..batch import Batch
-from ..tables import DataError, Table
 from .stations_grid import GridContext, station_side
 from .table import TableConfig, TableSampler, TaskDraws, _read, _require
 from .table_checks import _as_list
 from .table_times import is_dates, parse_times
+from .user_files import DataError, Table
 
 if TYPE_CHECKING:  # pandas is imported where it is used, so `import tnpx` stays light
     import pandas as pd

@@ -41,11 +41,11 @@ import numpy as np
 import torch
 
 from ..batch import Batch
-from ..tables import DataError
-from ..validation import check_option
+from ..input_checks import check_option
 from .era5_regions import time_values
 from .grid_files import GridData, open_grid
 from .table_checks import _as_list
+from .user_files import DataError
 
 if TYPE_CHECKING:  # pragma: no cover
     from .stations import StationsSampler

@@ -20,7 +20,7 @@ the value itself is 0.0), scores leave it out, and a model reads it only if it c
 (``missing_outputs: true`` for the transformer NPs; :attr:`TableSampler.missing_outputs`
 says whether a table has any). Each column's normalisation uses its observed values.
 
-Bad data is a :class:`~tnpx.tables.DataError` of one line naming the file, the column and,
+Bad data is a :class:`~tnpx.data.user_files.DataError` of one line naming the file, the column and,
 where it applies, the task (:mod:`tnpx.data.table_checks`): a missing input value, a row
 without any output value, or an output without any value (in the training tasks) among them.
 Tasks too small to split are skipped with one warning that counts and names them; nothing
@@ -46,7 +46,6 @@ import numpy as np
 import torch
 
 from ..batch import Batch
-from ..tables import DataError, Table, column_names, numeric_rows, read_table, warn_user
 from .base import SPLITS, TaskSampler, uniform
 from .table_checks import (
     _check_duplicates,
@@ -56,6 +55,7 @@ from .table_checks import (
     _check_varies,
 )
 from .table_splits import split_tasks
+from .user_files import DataError, Table, column_names, numeric_rows, read_table, warn_user
 
 if TYPE_CHECKING:  # pandas is imported where it is used, so `import tnpx` stays light
     import pandas as pd

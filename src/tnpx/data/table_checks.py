@@ -1,6 +1,6 @@
 """Checks of the ``table`` source (:mod:`tnpx.data.table`): its options, and the table's
 values (missing values, outputs that never change, repeated inputs). A bad option is a
-``ValueError``, bad data a :class:`~tnpx.tables.DataError`; each one line naming the column
+``ValueError``, bad data a :class:`~tnpx.data.user_files.DataError`; each one line naming the column
 and, where it applies, the task."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..tables import DataError, Table, column_names
 from .table_splits import SPLIT_BY
+from .user_files import DataError, Table, column_names
 
 if TYPE_CHECKING:
     from .table import TableConfig

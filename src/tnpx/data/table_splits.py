@@ -24,9 +24,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..tables import DataError, Table, column_names
 from .base import SPLITS
 from .table_times import parse_times, time_order
+from .user_files import DataError, Table, column_names
 
 if TYPE_CHECKING:
     from .table import TableConfig

@@ -31,8 +31,8 @@ from torch import nn
 from torch.distributions import Distribution, Normal
 
 from ..batch import Batch, check_mask, observed_score, partly_missing
+from ..input_checks import validate_inputs
 from ..likelihoods import HeadHyper, likelihood_head  # noqa: F401 (the models' head options)
-from ..validation import validate_inputs
 from .sizes import size_problem
 
 if TYPE_CHECKING:

@@ -30,6 +30,7 @@ from torch.distributions import Normal, kl_divergence
 
 from ..batch import Batch
 from ..distributions import LatentMixture, logmeanexp
+from ..input_checks import validate_inputs
 from ..nn import (
     ATTENTION_LAYERS,
     MLP,
@@ -42,7 +43,6 @@ from ..nn import (
     attention_layer,
     check_option,
 )
-from ..validation import validate_inputs
 from .base import HeadHyper, NeuralProcess, likelihood_head
 from .sizes import zero_allowed
 

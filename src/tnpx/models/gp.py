@@ -13,8 +13,8 @@ import torch
 from torch.distributions import Normal
 
 from ..batch import Batch
+from ..input_checks import validate_inputs
 from ..kernels import KERNELS, canonical_kernel, kernel_matrix_mixed
-from ..validation import validate_inputs
 from .base import NeuralProcess, register
 
 

@@ -1,6 +1,6 @@
 """Reusable neural-network parts. Parts know nothing of the models that use them."""
 
-from ..validation import check_option  # one option check for every layer
+from ..input_checks import check_option  # one option check for every layer
 from .attention import (
     Attention,
     HeadProjections,

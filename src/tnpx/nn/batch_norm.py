@@ -23,7 +23,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ..validation import check_option
+from ..input_checks import check_option
 
 STATISTICS = ("batch", "frozen")
 

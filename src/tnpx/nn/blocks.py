@@ -16,7 +16,7 @@ The attention is any :class:`~tnpx.nn.attention.Attention` (``prepare_keys`` /
 rotary attention, or translation-equivariant attention, which also moves the query locations
 (TE Eq. 10). Locations go to every attention; those that read none ignore them. The block
 prepares a key set once (:meth:`ResidualBlock.prepare`) and updates any number of query sets
-against it (:meth:`ResidualBlock.update`); :class:`~tnpx.nn.stack.TwoStreamStack` builds the
+against it (:meth:`ResidualBlock.attend`); :class:`~tnpx.nn.stack.TwoStreamStack` builds the
 context and target streams of a transformer NP from these two calls.
 """
 
@@ -83,7 +83,7 @@ class ResidualBlock(nn.Module):
         normed = self.norm_attn(keys) if self.norm_first else keys
         return PreparedKeys(self.attn.prepare_keys(normed, key_mask, x_keys=x_keys))
 
-    def update(
+    def attend(
         self, z: torch.Tensor, keys: PreparedKeys, x: torch.Tensor | None = None
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Queries ``z [b, n_q, d]`` (locations ``x [b, n_q, dim_x]`` for location-reading
@@ -107,14 +107,14 @@ class ResidualBlock(nn.Module):
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """One call with locations: z ``[b, n_q, d]`` at ``x [b, n_q, dim_x]`` against keys
         ``[b, n_k, d]`` at ``x_keys [b, n_k, dim_x]`` -> updated ``(z, x)``."""
-        return self.update(z, self.prepare(keys, key_mask, x_keys), x)
+        return self.attend(z, self.prepare(keys, key_mask, x_keys), x)
 
     def forward(
         self, z: torch.Tensor, keys: torch.Tensor, key_mask: torch.Tensor | None = None
     ) -> torch.Tensor:
         """One call without locations: z ``[b, n_q, d]``, keys ``[b, n_k, d]`` ->
         ``[b, n_q, d]`` (self-attention with ``keys = z``)."""
-        return self.update(z, self.prepare(keys, key_mask))[0]
+        return self.attend(z, self.prepare(keys, key_mask))[0]
 
 
 def softmax_block(

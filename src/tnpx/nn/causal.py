@@ -248,7 +248,7 @@ class CausalStack(TwoStreamStack):
                 _segment(buffer.read[layer], buffer_mask),
                 buffer.n_paths,
             )
-            zt = self.target_block(layer).update(zt, PreparedKeys(keys))[0]
+            zt = self.target_block(layer).attend(zt, PreparedKeys(keys))[0]
         return zt
 
     def _grow(
@@ -273,7 +273,7 @@ class CausalStack(TwoStreamStack):
                 new = None if same else reader.prepare(z).attention
                 yours = mine if same else _append(cache.read[layer], new, cache.reserve)
             if mine is not None:
-                z = block.update(z, PreparedKeys(self_keys(layer, mine)))[0]
+                z = block.attend(z, PreparedKeys(self_keys(layer, mine)))[0]
             if updated:
                 yours = _append(cache.read[layer], reader.prepare(z).attention, cache.reserve)
             own.append(mine)

@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..validation import check_option
+from ..input_checks import check_option
 from .batch_norm import GridBatchNorm
 
 _CONV = {1: nn.Conv1d, 2: nn.Conv2d}

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from ..validation import check_option
+from ..input_checks import check_option
 from .attention import Attention
 from .mlp import MLP
 

@@ -39,7 +39,7 @@ import math
 
 import torch
 
-from ..validation import check_option
+from ..input_checks import check_option
 from .linear_attention import KernelAttention, KeySums
 
 DRAW_SEED_STRIDE = 1_000_003  # draw n of a layer seeded s uses seed s + n * stride

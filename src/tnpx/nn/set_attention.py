@@ -25,7 +25,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..validation import check_option
+from ..input_checks import check_option
 from .attention import HeadProjections, MultiHeadAttention, ProjectedKeys
 from .blocks import softmax_block
 from .masking import safe_key_mask, zero_where_no_key

@@ -35,7 +35,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..validation import check_option
+from ..input_checks import check_option
 from .setconv_channels import CHUNK_ELEMENTS, channel_rbf_sum
 
 # einsum subscripts for the grid axes of a 1D and a 2D grid

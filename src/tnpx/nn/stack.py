@@ -25,7 +25,7 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
-from ..validation import check_option
+from ..input_checks import check_option
 from .blocks import PreparedKeys, ResidualBlock
 
 TARGETS_READ = ("input", "updated")
@@ -82,9 +82,9 @@ class TwoStreamStack(nn.Module):
                 states.append(reader.prepare(zc, mask_c, xc))
                 if layer < last:  # the last layer's context update is read by no one
                     own = states[-1] if reader is block else block.prepare(zc, mask_c, xc)
-                    zc, xc = block.update(zc, own, xc)
+                    zc, xc = block.attend(zc, own, xc)
             else:
-                zc, xc = block.update(zc, block.prepare(zc, mask_c, xc), xc)
+                zc, xc = block.attend(zc, block.prepare(zc, mask_c, xc), xc)
                 states.append(reader.prepare(zc, mask_c, xc))
         return states
 
@@ -94,7 +94,7 @@ class TwoStreamStack(nn.Module):
         """Target tokens ``zt [b, n_tgt, d]`` (locations ``xt``) through every layer against
         :meth:`encode`'s states -> ``[b, n_tgt, d]``. Targets never attend to each other."""
         for layer, state in enumerate(states):
-            zt, xt = self.target_block(layer).update(zt, state, xt)
+            zt, xt = self.target_block(layer).attend(zt, state, xt)
         return zt
 
     def forward(
@@ -122,5 +122,5 @@ class TwoStreamStack(nn.Module):
         key_mask = torch.cat([ctx_keys, zt.new_zeros(b, n_tgt, dtype=torch.bool)], 1)
         z = torch.cat([zc, zt], 1)
         for block in self.blocks:
-            z = block.update(z, block.prepare(z, key_mask))[0]
+            z = block.attend(z, block.prepare(z, key_mask))[0]
         return z[:, n_ctx:]

@@ -23,7 +23,7 @@ import torch
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
-from ..validation import check_option
+from ..input_checks import check_option
 from .attention import (
     Attention,
     HeadProjections,

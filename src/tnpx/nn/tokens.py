@@ -24,7 +24,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ..validation import check_option
+from ..input_checks import check_option
 from .mlp import MLP
 
 TOKEN_KINDS = ("flagged", "target-flagged", "plain", "y-only")

@@ -1,0 +1,265 @@
+"""Prediction on a user's own data: tables in, predictions in the same units out.
+
+``predict(model, context, targets)`` takes a model (or a checkpoint path) and two tables
+(pandas DataFrames or CSV files): the *context*, rows of observed inputs and outputs, and the
+*targets*, rows of inputs to predict at. It returns one row per target with the predictive
+mean, standard deviation and a central interval of every output, in the user's units.
+
+Scaling. A model is trained on tasks whose inputs lie in a fixed box, the *training domain*
+(``[-2, 2]`` for the KR and TE GP data), and whose outputs have mean about 0 and scale about 1.
+The same model given inputs in metres or years and outputs in kelvin sees functions it never
+met in training. So, by default:
+
+- inputs: per input column, ``x_model = (x - loc) / scale`` is the affine map taking the
+  *context's* range ``[min, max]`` onto the training domain. The context alone, not the
+  targets, fixes it: the context then looks as it did in training (spread over the domain),
+  and the prediction at a target depends on the context and that target only, never on which
+  other targets are asked for (so adding targets, or streaming them in chunks, changes
+  nothing). Targets outside the context's range map outside the domain; targets more than one
+  context-range width outside it get a warning, since NPs extrapolate poorly. A column where
+  the context has fewer than two distinct values (one point, a constant column, no context)
+  uses the range of context and targets together instead.
+- outputs: ``y_model = (y - mean) / std``, the context's mean and (population) standard
+  deviation per output column; a standard deviation that is zero or negligible against the
+  mean (one point, a constant column) is replaced by 1, with a warning. Predicted means map
+  back as ``mean * std + mean_c``; predicted standard deviations scale by ``std`` only.
+  An empty context (the model's prior) uses mean 0 and scale 1 unless given.
+
+The training domain comes from the experiment config a trained checkpoint records: its data
+sampler's ``input_domain`` (the GP ``domain`` of the ``kr`` layout, the ``ctx_range`` of the
+``uniform`` layout or of sawtooth data, plus any training ``shift``); a model object or a
+checkpoint without that record falls back to ``[-2, 2]`` with a warning.
+``scale_inputs=False`` / ``standardise_outputs=False`` switch either map off (values go to the
+model unchanged); ``input_scale``, ``output_scale`` and ``domain`` set them by hand. The maps
+used are recorded in ``result.attrs["tnpx"]``.
+
+Stored normalisation. A checkpoint trained with ``tnpx train`` on a user's data (a ``table``
+source, say) stores the affine maps its data were normalised with, fitted on the training
+tasks only (``(value - loc) / scale`` per input and output column). ``predict`` then maps
+with those instead of the context's range and moments, so absolute inputs keep their meaning
+(a growth curve's day 0 is day 0) and the context need not span anything; the columns default
+to the ones it was trained on. ``scaling="context"``, or any hand-set map (``input_scale``,
+``output_scale``, ``domain``, ``scale_inputs=False``, ``standardise_outputs=False``), uses
+the maps described above instead; the zoo's models store none and always use them. A stored
+normalisation that cannot be read is refused in one line, as is a recorded training experiment
+that cannot be read (never a guessed domain).
+
+Extrapolation. A target's *distance* is how far it lies outside the context's input range, in
+widths of that range (the largest over input columns). A zoo model's card records how far its
+calibration was measured to hold on held-out tasks of its prior (``safe_range``:
+:mod:`tnpx.evaluation.extrapolation`): targets beyond that distance get one warning, and targets
+beyond its hard limit (where the measurement found it no longer calibrated, or stopped) are refused
+with a :class:`DataError` unless ``allow_extrapolation=True``. Other models warn beyond one
+width and refuse nothing (:func:`extrapolation_limits`).
+
+Safety. In the model's units every context value and target input must lie within
+``+-max_abs_input(dtype)`` (:mod:`tnpx.input_checks`: 1e9 for float32 models, 1e77 for float64),
+where every model's arithmetic stays finite; a value beyond it, or a prediction that is not
+finite, raises :class:`DataError` naming its row and column: nothing non-finite is returned.
+With the default scaling that means a target more than about 2.5e8 context-range widths
+away from the context.
+
+The maps are a :class:`tnpx.units.UnitMap` (the same object the BoTorch adapter
+:class:`tnpx.bo.NPSurrogate` uses), chosen from the tables by :mod:`tnpx.apply.unit_choice`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, NamedTuple
+
+from ..data.user_files import DataError, read_table  # noqa: F401 (part of this module's API)
+from .predict_steps import (  # noqa: F401 (can_stream ... prediction_frame: this module's API)
+    DEFAULT_DOMAIN,
+    Options,
+    can_stream,
+    predict_arrays,
+    prediction_frame,
+    stream_prediction,
+)
+from .unit_choice import ExtrapolationLimits
+
+if TYPE_CHECKING:  # pandas is imported where it is used, so `import tnpx` stays light
+    import pandas as pd
+
+    from ..config import ExperimentConfig
+    from ..models import NeuralProcess
+
+
+# -- the model and its training domain ---------------------------------------------------------
+class Resolved(NamedTuple):
+    """A model to predict with and what its checkpoint records about its data: the training
+    domain (None where unknown, ``why`` it is), and the stored normalisation of a model trained
+    on a user's data (``(UnitMap, x_columns, y_columns)``, :func:`tnpx.checkpoint.stored_units`;
+    None for a prior-trained model)."""
+
+    net: NeuralProcess
+    domain: tuple[float, float] | None
+    why: str
+    stored: tuple | None = None
+
+
+def resolve(model) -> Resolved:
+    """:class:`Resolved` for a model object, a checkpoint path or a pretrained model's name.
+    A checkpoint is read once: the model, the experiment that gives the domain and the
+    stored normalisation all come from its record.
+
+    Raises:
+        CheckpointError: the path is not a readable tnpx checkpoint (nor a shipped name), or
+            its recorded experiment or normalisation is there but cannot be read.
+    """
+    from ..models import NeuralProcess
+
+    if isinstance(model, NeuralProcess):
+        return Resolved(model, None, "a model object carries no record of its training data")
+    if not isinstance(model, (str, Path)):
+        raise TypeError(f"model: expected a NeuralProcess or a checkpoint path, got {type(model)}")
+    from ..checkpoint import (
+        CheckpointError,
+        experiment_from_record,
+        model_from_record,
+        read_checkpoint,
+        stored_units,
+    )
+    from ..zoo import checkpoint_file
+
+    path = checkpoint_file(model)
+    record = read_checkpoint(path)
+    net = model_from_record(record, path).eval()
+    stored = stored_units(record, path)
+    try:
+        experiment = experiment_from_record(record)
+    except ValueError as err:  # recorded by another tnpx version, say: never guess a domain
+        raise CheckpointError(
+            f"{path}: its recorded training experiment cannot be read ({err}); predict with "
+            "the tnpx that trained it, or re-save the model with tnpx.save"
+        ) from None
+    if experiment is None:
+        return Resolved(net, None, f"{path} records no training experiment", stored)
+    domain = training_domain(experiment)
+    why = f"{path}'s data sampler {experiment.data.get('name')!r} has no domain"
+    return Resolved(net, domain, why, stored)
+
+
+def resolve_model(model) -> tuple[NeuralProcess, tuple[float, float] | None, str]:
+    """``(model, training domain or None, why the domain is unknown)``: :func:`resolve`
+    without the stored normalisation."""
+    return tuple(resolve(model)[:3])
+
+
+def extrapolation_limits(model) -> ExtrapolationLimits:
+    """How far beyond its context ``model`` (an object, a checkpoint path or a pretrained
+    name) is trusted: a zoo model's card records its measured safe range (targets beyond it
+    warn) and hard limit (targets beyond it are refused); any other model warns beyond one
+    context-range width and has no limit (module docstring, "Extrapolation")."""
+    from ..models import NeuralProcess
+    from ..zoo import card_of_checkpoint, checkpoint_file
+
+    if isinstance(model, NeuralProcess):
+        return ExtrapolationLimits()
+    card = card_of_checkpoint(checkpoint_file(model))
+    measured = (card or {}).get("safe_range")
+    if not measured:
+        return ExtrapolationLimits()
+    return ExtrapolationLimits(
+        warn_at=measured["widths"],
+        refuse_at=measured["hard_limit"],
+        model=card["name"],
+    )
+
+
+def training_domain(experiment: ExperimentConfig) -> tuple[float, float] | None:
+    """The box the training context inputs were drawn from, per the recorded config (the
+    same box on every input axis): the sampler's ``input_domain``, None for one without."""
+    from ..data import SAMPLERS, build_sampler
+    from ..data.base import states_input_domain
+
+    name = experiment.data.get("name")
+    # Only samplers that state a domain are built: building an image, ERA5 or Kolmogorov
+    # sampler would load its data set just to answer None.
+    if name not in SAMPLERS or not states_input_domain(SAMPLERS[name][0]):
+        return None
+    return build_sampler(name, 1, 0, **experiment.data_options()).input_domain
+
+
+def predict(
+    model,
+    context,
+    targets,
+    *,
+    x_cols=None,
+    y_cols=None,
+    scale_inputs: bool = True,
+    standardise_outputs: bool = True,
+    input_scale=None,
+    output_scale=None,
+    domain=None,
+    level: float = 0.95,
+    chunk_size: int = 16384,
+    drop_missing: bool = False,
+    allow_extrapolation: bool = False,
+    scaling: str = "auto",
+) -> pd.DataFrame:
+    """Predict the outputs at ``targets`` given ``context``, in the user's units.
+
+    Args:
+        model: a :class:`~tnpx.NeuralProcess`, the path of a checkpoint (whose recorded
+            experiment gives the training domain) or a pretrained model's name
+            (:func:`tnpx.list_pretrained`).
+        context: a DataFrame or CSV path with input and output columns (may have no rows:
+            the prediction is then the model's prior).
+        targets: a DataFrame or CSV path with the input columns.
+        x_cols, y_cols: input and output column names; by default every column of
+            ``targets`` is an input and every other column of ``context`` an output.
+        scale_inputs: map inputs affinely, per column, from the context's range onto the
+            model's training domain (see the module docstring); False passes them unchanged.
+        standardise_outputs: standardise outputs by the context's mean and std and map the
+            predictions back; False passes them unchanged.
+        input_scale: ``(low, high)`` (one pair, or one per input column): the range in the
+            user's units to map onto the training domain, instead of the context's range.
+        output_scale: ``(mean, std)`` (one pair, or one per output column) to standardise
+            with, instead of the context's.
+        domain: ``(low, high)``: the model's training input domain, instead of the one the
+            checkpoint records (or ``[-2, 2]`` where it records none).
+        level: the probability of the central interval ``<y>_lower``..``<y>_upper``.
+        chunk_size: targets decoded per chunk (the model's memory is bounded by a chunk).
+        drop_missing: drop rows with a missing value (with a warning) instead of failing.
+        allow_extrapolation: predict at targets beyond the model's hard limit (a zoo model's
+            card: :func:`extrapolation_limits`) too, instead of failing; they still warn.
+        scaling: ``"auto"``: a checkpoint trained on your data maps with the normalisation it
+            stores, any other model with maps fitted to the context (module docstring);
+            ``"context"``: the context's maps always; ``"stored"``: the stored one, or fail.
+
+    Returns:
+        A DataFrame, one row per target in order (index of ``targets``): the input columns,
+        then ``<y>_mean``, ``<y>_std``, ``<y>_lower``, ``<y>_upper`` per output column. The
+        interval is that of the Gaussian with the predicted mean and std (for latent NPs,
+        whose marginal is a mixture, the moment-matched Gaussian). ``attrs["tnpx"]`` records
+        the input ranges, domain and output ``(mean, std)`` used. Every value is finite.
+        The DataFrame holds the whole result (and the targets are read whole): for target
+        files too long for memory, ``tnpx predict --out`` reads, predicts and writes them a
+        chunk at a time.
+
+    Raises:
+        DataError: a missing, unreadable or malformed file, a missing column, a value that
+            is not a number, a missing value, or a column count the model does not take; a
+            value that in the model's units is beyond the range its arithmetic stays finite
+            in (:func:`tnpx.input_checks.max_abs_input`: 1e9 for a float32 model), or a
+            prediction that is not finite (each names the row and column); a target beyond a
+            zoo model's hard limit without ``allow_extrapolation``.
+        CheckpointError: ``model`` is a path but not a readable tnpx checkpoint.
+    """
+    import pandas as pd
+
+    resolved = resolve(model)
+    options = Options(
+        x_cols, y_cols, scale_inputs, standardise_outputs, input_scale, output_scale, domain,
+        level, chunk_size, drop_missing, allow_extrapolation, extrapolation_limits(model),
+        scaling, resolved.stored,
+    )  # fmt: skip
+    net, recorded, why = resolved[:3]
+    plan, blocks = stream_prediction(net, recorded, why, context, targets, options, rows=None)
+    parts = list(blocks)
+    result = parts[0] if len(parts) == 1 else pd.concat(parts)
+    result.attrs["tnpx"] = plan.record
+    return result

@@ -1,0 +1,375 @@
+"""The steps of :func:`tnpx.predict`, shared by the function and the chunked ``tnpx predict``.
+
+1. :func:`plan_prediction`: from the context (read whole: it is small) fit the unit map and
+   hold the context in the model's units (a :class:`Plan`).
+2. :func:`predict_block`: one block of targets in, its rows of the result out, every value
+   checked: a target beyond the model's safe input range, or a prediction that is not
+   finite, fails naming its row and column; nothing non-finite is ever returned.
+3. :func:`stream_prediction`: the targets a chunk of rows at a time
+   (:mod:`tnpx.apply.table_chunks`), so memory is bounded by the chunk; the warnings about
+   dropped rows and far targets count over all chunks and are given once, at the end.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from statistics import NormalDist
+from typing import TYPE_CHECKING
+
+import numpy as np
+import torch
+
+from ..data.user_files import (
+    DataError,
+    Dropped,
+    Table,
+    choose_columns,
+    numeric_block,
+    read_table,
+    warn_user,
+)
+from ..input_checks import max_abs_input
+from ..units import UnitMap
+from .table_chunks import Chunks, open_chunked
+from .unit_choice import ExtrapolationLimits, FarTargets, fit_units, needs_targets
+
+if TYPE_CHECKING:  # pandas is imported where it is used, so `import tnpx` stays light
+    import pandas as pd
+
+    from ..models import NeuralProcess
+
+DEFAULT_DOMAIN = (-2.0, 2.0)
+
+
+SCALINGS = ("auto", "stored", "context")  # Options.scaling
+
+
+@dataclass(frozen=True)
+class Options:
+    """What :func:`tnpx.predict` takes besides the model and the tables (documented there)."""
+
+    x_cols: object = None
+    y_cols: object = None
+    scale_inputs: bool = True
+    standardise_outputs: bool = True
+    input_scale: object = None
+    output_scale: object = None
+    domain: object = None
+    level: float = 0.95
+    chunk_size: int = 16384
+    drop_missing: bool = False
+    allow_extrapolation: bool = False
+    limits: ExtrapolationLimits | None = None  # the model's (extrapolation_limits); None: default
+    scaling: str = "auto"  # auto: a checkpoint's stored normalisation if any | stored | context
+    stored: tuple | None = None  # the checkpoint's (UnitMap, x_columns, y_columns) (resolve)
+
+    def __post_init__(self):
+        if self.scaling not in SCALINGS:
+            raise ValueError(f"scaling must be one of {', '.join(SCALINGS)}, got {self.scaling!r}")
+        if not 0 < self.level < 1:
+            raise ValueError(f"level must be in (0, 1), got {self.level}")
+        if self.chunk_size < 1:
+            raise ValueError(f"chunk_size must be >= 1, got {self.chunk_size}")
+
+
+@dataclass
+class Plan:
+    """One prediction's model, unit map and context in the model's units (``xc [n_ctx,
+    dim_x]``, ``yc [n_ctx, dim_y]``); ``far`` counts the far targets over the blocks."""
+
+    net: NeuralProcess
+    units: UnitMap
+    record: dict
+    x_cols: list
+    y_cols: list
+    xc: np.ndarray
+    yc: np.ndarray
+    far: FarTargets
+    options: Options
+
+    @property
+    def dtype(self) -> torch.dtype:
+        """The dtype the model computes in (its inputs are cast to it)."""
+        return self.net.dtype or torch.get_default_dtype()
+
+
+# -- the model call ----------------------------------------------------------------------------
+def can_stream(model: NeuralProcess) -> bool:
+    """Whether ``model.predict_streamed`` applies: not where targets interact (TNP-ND), not
+    for latent and bootstrapping NPs (chunks would draw different latents)."""
+    return model.streamable()
+
+
+def predict_arrays(
+    model: NeuralProcess,
+    xc: np.ndarray,
+    yc: np.ndarray,
+    xt: np.ndarray,
+    chunk_size: int = 16384,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Predictive mean and std ``[n_tgt, dim_y]`` (float64) of one task in the model's units:
+    ``xc [n_ctx, dim_x]``, ``yc [n_ctx, dim_y]``, ``xt [n_tgt, dim_x]``.
+
+    Targets are decoded ``chunk_size`` at a time (``predict_streamed``), so memory is bounded
+    by a chunk. Models that cannot stream (:func:`can_stream`: TNP-ND, latent and
+    bootstrapping NPs) are called once on all targets; for latent NPs the mean and std are the
+    mixture's moments.
+    """
+    dtype = model.dtype or torch.get_default_dtype()
+    device = model.device or torch.device("cpu")
+
+    def tensor(a: np.ndarray) -> torch.Tensor:
+        return torch.as_tensor(a, dtype=dtype, device=device).unsqueeze(0)
+
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            if can_stream(model):
+                pred = model.predict_streamed(tensor(xc), tensor(yc), tensor(xt), None, chunk_size)
+            else:
+                pred = model(tensor(xc), tensor(yc), tensor(xt))
+            mean, std = pred.mean[0], pred.stddev[0]
+    finally:
+        model.train(was_training)
+    return mean.double().cpu().numpy(), std.double().cpu().numpy()
+
+
+def prediction_frame(
+    inputs: pd.DataFrame, y_cols: list, mean: np.ndarray, std: np.ndarray, level: float
+) -> pd.DataFrame:
+    """The target inputs, then per output ``<y>_mean``, ``<y>_std``, ``<y>_lower``,
+    ``<y>_upper``: the central ``level`` interval of the Gaussian ``N(mean, std^2)``."""
+    z = NormalDist().inv_cdf(0.5 + level / 2)
+    frame = inputs.copy()
+    for j, col in enumerate(y_cols):
+        frame[f"{col}_mean"] = mean[:, j]
+        frame[f"{col}_std"] = std[:, j]
+        frame[f"{col}_lower"] = mean[:, j] - z * std[:, j]
+        frame[f"{col}_upper"] = mean[:, j] + z * std[:, j]
+    return frame
+
+
+# -- the checks --------------------------------------------------------------------------------
+def check_model_range(
+    table: Table, positions: np.ndarray, user: np.ndarray, model: np.ndarray, cols, dtype
+) -> None:
+    """Every value the model gets within its safe range (:func:`tnpx.input_checks.
+    max_abs_input` of ``dtype``), else a :class:`DataError` naming the first row
+    (``positions``: of ``table``) and column beyond it. ``user``, ``model`` ``[n, d]``: the
+    values in the user's and the model's units."""
+    bound = max_abs_input(dtype)
+    beyond = np.abs(model) > bound
+    if not beyond.any():
+        return
+    row, col = np.argwhere(beyond)[0]
+    raise DataError(
+        f"{table.name}, {table.where(int(positions[row]))}, column {cols[col]!r}: "
+        f"{user[row, col]:.6g} is {model[row, col]:.3g} in the model's units, beyond the "
+        f"+-{bound:.0e} a {str(dtype).removeprefix('torch.')} model takes without overflow; "
+        "use values nearer the context's, or rescale them (input_scale / --input-range, "
+        "output_scale / --output-scale)"
+    )
+
+
+def check_finite_result(table: Table, positions: np.ndarray, frame: pd.DataFrame, n_in: int):
+    """Every predicted value finite, else a :class:`DataError` naming the first row and
+    column that is not (``frame``: the result rows of ``table``'s rows ``positions``)."""
+    values = frame.iloc[:, n_in:].to_numpy()
+    bad = ~np.isfinite(values)
+    if not bad.any():
+        return
+    row, col = np.argwhere(bad)[0]
+    inputs = ", ".join(f"{c}={v:.6g}" for c, v in frame.iloc[row, :n_in].items())
+    raise DataError(
+        f"{table.name}, {table.where(int(positions[row]))}: the prediction "
+        f"{frame.columns[n_in + col]!r} is {values[row, col]} (not finite) at {inputs}; "
+        "the model's arithmetic overflowed there"
+    )
+
+
+def check_units(units: UnitMap, x_cols: list, y_cols: list, name: str) -> None:
+    """A unit map with finite, positive scales, else a :class:`DataError` naming the column
+    whose range or spread overflows float64 (values near 1e308)."""
+    for affine, cols in ((units.x, x_cols), (units.y, y_cols)):
+        ok = np.isfinite(affine.loc) & np.isfinite(affine.scale) & (affine.scale > 0)
+        if not ok.all():
+            col = cols[int(np.argmin(ok))]
+            raise DataError(
+                f"{name}, column {col!r}: its values are too large to scale (their range or "
+                "spread overflows float64); rescale them"
+            )
+
+
+# -- the steps ---------------------------------------------------------------------------------
+def uses_stored(o: Options) -> bool:
+    """Whether a prediction maps with the checkpoint's stored normalisation: it has one, and
+    neither ``scaling="context"`` nor a hand-set map (``input_scale``, ``output_scale``,
+    ``domain``, scaling switched off) asks for the tables' own.
+
+    Raises:
+        ValueError: ``scaling="stored"`` for a model that stores none.
+    """
+    if o.scaling == "stored" and o.stored is None:
+        raise ValueError(
+            "scaling='stored': the model stores no normalisation (only a model trained on "
+            "your data with tnpx train does); use scaling='auto' or 'context'"
+        )
+    by_hand = (
+        o.input_scale is not None
+        or o.output_scale is not None
+        or o.domain is not None
+        or not (o.scale_inputs and o.standardise_outputs)
+    )
+    return o.stored is not None and o.scaling != "context" and not by_hand
+
+
+def stored_record(stored: tuple) -> dict:
+    """``result.attrs["tnpx"]`` for a prediction with a stored normalisation."""
+    units, x_names, y_names = stored
+    return {
+        "scaling": "stored",
+        "domain": None,
+        "input_ranges": None,
+        "input_loc_scale": {c: [float(units.x.loc[i]), float(units.x.scale[i])]
+                            for i, c in enumerate(x_names)},
+        "output_mean_std": {c: [float(units.y.loc[i]), float(units.y.scale[i])]
+                            for i, c in enumerate(y_names)},
+    }  # fmt: skip
+
+
+def plan_prediction(
+    net: NeuralProcess,
+    recorded: tuple[float, float] | None,
+    why: str,
+    ctx: Table,
+    x_cols: list,
+    y_cols: list,
+    target_extremes,
+    options: Options,
+) -> Plan:
+    """Fit the unit map to the context ``ctx`` (read whole) and check it: ``recorded`` is the
+    model's training domain (``why`` it is unknown where None); ``target_extremes()`` gives
+    the targets' extreme rows ``[k, dim_x]``, called only where the map needs them."""
+    o = options
+    dropped = Dropped(ctx.name)
+    values, positions = numeric_block(ctx, [*x_cols, *y_cols], dropped if o.drop_missing else None)
+    dropped.warn()
+    xc, yc = values[x_cols].to_numpy(), values[y_cols].to_numpy()
+    if len(xc) == 0:
+        note = ""
+        if o.standardise_outputs and o.output_scale is None:
+            note = "; outputs are in the model's units (mean 0, scale 1): pass output_scale"
+        warn_user(f"{ctx.name} has no rows: the prediction is the model's prior{note}")
+    if o.scale_inputs and o.domain is None and recorded is None and not uses_stored(o):
+        warn_user(
+            f"the model's training input domain is unknown ({why}): assuming "
+            f"{list(DEFAULT_DOMAIN)}; pass domain=(low, high) (--domain) to set it"
+        )
+    if uses_stored(o):
+        units, record = o.stored[0], stored_record(o.stored)
+    else:
+        box = None
+        if o.scale_inputs:
+            box = o.domain if o.domain is not None else recorded or DEFAULT_DOMAIN
+        xt = target_extremes() if needs_targets(xc, box, o.input_scale) else xc[:0]
+        with np.errstate(over="ignore", invalid="ignore"):  # overflow is checked, and named
+            units, record = fit_units(
+                xc, yc, xt, x_cols, y_cols, box, o.input_scale, o.standardise_outputs,
+                o.output_scale,
+            )  # fmt: skip
+    with np.errstate(over="ignore", invalid="ignore"):
+        check_units(units, x_cols, y_cols, ctx.name)
+        xc_model, yc_model = units.inputs(xc), units.outputs(yc)
+    limits = replace(o.limits or ExtrapolationLimits(), allow=o.allow_extrapolation)
+    far = FarTargets(xc, x_cols, limits)
+    plan = Plan(net, units, record, x_cols, y_cols, xc_model, yc_model, far, o)
+    in_model = np.hstack([xc_model, yc_model])
+    check_model_range(ctx, positions, values.to_numpy(), in_model, values.columns, plan.dtype)
+    return plan
+
+
+def predict_block(
+    plan: Plan, table: Table, values: pd.DataFrame, positions: np.ndarray
+) -> pd.DataFrame:
+    """The result rows of one block of targets: ``values`` (``[n, dim_x]``, the numeric target
+    inputs) are rows ``positions`` of ``table``. Every value checked (see the module)."""
+    xt = values.to_numpy()
+    plan.far.add(xt)
+    with np.errstate(over="ignore", invalid="ignore"):  # overflow is checked for, and named
+        xt_model = plan.units.inputs(xt)
+        check_model_range(table, positions, xt, xt_model, plan.x_cols, plan.dtype)
+        mean, std = predict_arrays(plan.net, plan.xc, plan.yc, xt_model, plan.options.chunk_size)
+        mean, std = plan.units.mean_to_user(mean), plan.units.std_to_user(std)
+        frame = prediction_frame(values, plan.y_cols, mean, std, plan.options.level)
+    check_finite_result(table, positions, frame, len(plan.x_cols))
+    return frame
+
+
+def stream_prediction(
+    net: NeuralProcess,
+    recorded: tuple[float, float] | None,
+    why: str,
+    context,
+    targets,
+    options: Options,
+    rows: int | None,
+) -> tuple[Plan, Iterator[pd.DataFrame]]:
+    """The plan and the result, a block per ``rows`` target rows (all at once where None; a
+    model that cannot stream, :func:`can_stream`, always takes all). The warnings about the
+    targets are given, and a table without targets fails, when the blocks are exhausted."""
+    rows = rows if can_stream(net) else None
+    ctx = read_table(context, "context")
+    head, chunks = open_chunked(targets, "targets", rows)
+    x_default, y_default = options.x_cols, options.y_cols
+    if options.stored is not None and x_default is None and y_default is None:
+        # the columns the model was trained on, where both tables have them
+        _, x_names, y_names = options.stored
+        if set(x_names) <= set(head.frame.columns) and set(x_names + y_names) <= set(
+            ctx.frame.columns
+        ):
+            x_default, y_default = x_names, y_names
+    x_cols, y_cols = choose_columns(ctx, head, x_default, y_default, net.dim_x, net.dim_y)
+
+    def extremes() -> np.ndarray:
+        return target_extremes(chunks, x_cols, options.drop_missing, head.name)
+
+    plan = plan_prediction(net, recorded, why, ctx, x_cols, y_cols, extremes, options)
+    return plan, _blocks(plan, chunks, head.name)
+
+
+def _blocks(plan: Plan, chunks: Chunks, name: str) -> Iterator[pd.DataFrame]:
+    dropped = Dropped(name)
+    log = dropped if plan.options.drop_missing else None
+    n = 0
+    for table in chunks():
+        values, positions = numeric_block(table, plan.x_cols, log)
+        if len(values):
+            n += len(values)
+            yield predict_block(plan, table, values, positions)
+    dropped.warn()
+    if n == 0:
+        raise no_targets(name, dropped.rows)
+    plan.far.warn()
+
+
+def target_extremes(chunks: Chunks, x_cols: list, drop_missing: bool, name: str) -> np.ndarray:
+    """``[2, dim_x]``: the targets' per-column minimum and maximum, in one pass over the
+    chunks (their values checked as the prediction pass will; its warnings are its own)."""
+    lo = hi = None
+    dropped = Dropped(name)
+    for table in chunks():
+        values, _ = numeric_block(table, x_cols, dropped if drop_missing else None)
+        if len(values):
+            x = values.to_numpy()
+            lo = x.min(0) if lo is None else np.minimum(lo, x.min(0))
+            hi = x.max(0) if hi is None else np.maximum(hi, x.max(0))
+    if lo is None:
+        raise no_targets(name, dropped.rows)
+    return np.stack([lo, hi])
+
+
+def no_targets(name: str, rows: int) -> DataError:
+    reason = "every row has a missing value" if rows else "a header but no rows"
+    return DataError(f"{name}: no targets to predict at ({reason})")

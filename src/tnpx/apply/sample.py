@@ -1,0 +1,195 @@
+"""Coherent function samples from a neural process: :func:`sample`.
+
+A model with a per-target Gaussian head (CNP, TNP, TNP-KR, TE-TNP, ...) predicts each target's
+*marginal*; drawing every target independently gives noise, not functions. The autoregressive
+rollout (Bruinsma et al., 2023, "Autoregressive conditional neural processes") turns such a
+model into a joint sampler: draw one target from its predictive, add the draw to the context,
+predict the next target, and so on. Each sample path is then a draw from the joint
+``p(y_1) p(y_2 | y_1) ... p(y_n | y_<n)`` the model implies.
+
+Cost: ``n_tgt`` model calls, each on ``n_samples * batch`` tasks with a context that grows from
+``n_ctx`` to ``n_ctx + n_tgt - 1`` points; for a transformer NP with exact attention a call costs
+``O((n_ctx + k)^2)``, so a rollout costs ``O(n_tgt (n_ctx + n_tgt)^2)`` per sample. Memory is
+``n_samples * batch`` contexts of up to ``n_ctx + n_tgt`` points. The samples are of ``y`` (the
+model's predictive includes observation noise), which is also what the model was trained to
+condition on.
+
+Models whose prediction is already joint sample from it directly: TNP-ND (``JointGaussian``)
+and the latent / bootstrap NPs (``LatentMixture``: one latent per sample path).
+
+A model with a causal buffer (``buffered_sampling``: ``inc-tnp``; Hassan et al., ICLR 2026)
+encodes the context once for every path; each draw enters its path's buffer, which attends to
+the cached context and causally to earlier entries, and the next target reads both. A step
+costs ``O(n_ctx + k)`` per path instead of re-encoding ``n_ctx + k`` points, and memory is
+one context plus ``n_samples * batch`` buffers. It samples the joint the model was trained to
+factorise this way (``model.joint_log_prob`` scores it), not the rollout's.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+import torch
+from torch.distributions import Distribution, Normal
+
+from ..input_checks import check_option
+from ..models.base import NeuralProcess
+
+METHODS = ("auto", "autoregressive", "buffer", "joint")
+
+
+def sample(
+    model: NeuralProcess,
+    xc: torch.Tensor,
+    yc: torch.Tensor,
+    xt: torch.Tensor,
+    n_samples: int = 16,
+    *,
+    mask_c: torch.Tensor | None = None,
+    order: str | torch.Tensor = "random",
+    method: str = "auto",
+    seed: int | None = None,
+) -> torch.Tensor:
+    """Joint samples of ``y`` at ``xt`` given the context.
+
+    Args:
+        model: a trained model (put in eval mode by the caller if it has dropout).
+        xc: ``[batch, n_ctx, dim_x]``; yc: ``[batch, n_ctx, dim_y]``; xt: ``[batch, n_tgt,
+            dim_x]``; mask_c: ``[batch, n_ctx]`` (True = observed) or None.
+        n_samples: sample paths per task.
+        order: the autoregressive order over the targets: ``"random"`` (a fresh permutation per
+            sample path, which averages out the order's effect), ``"given"`` (the order of
+            ``xt``), or a permutation of ``range(n_tgt)`` as an integer tensor.
+        method: ``"autoregressive"``, ``"joint"`` (the model's own joint prediction: TNP-ND,
+            latent NPs), ``"buffer"`` (the causal buffer of a model that declares
+            ``buffered_sampling``: ``inc-tnp``), or ``"auto"``: joint where the prediction is
+            joint, the buffer where the model has one, else autoregressive.
+        seed: seeds the draws (and the random order) without touching the global RNG state;
+            None uses the global RNG.
+
+    Returns:
+        ``[n_samples, batch, n_tgt, dim_y]``, in the order of ``xt`` whatever the rollout order.
+    """
+    if not isinstance(n_samples, int) or n_samples < 1:
+        raise ValueError(f"n_samples must be a positive integer, got {n_samples!r}")
+    check_option("method", method, METHODS)
+    xc, yc, xt, mask_c = model._validate(xc, yc, xt, mask_c)
+    n_tgt = xt.shape[1]
+    perm = _order(order, n_tgt)
+    with torch.no_grad(), _seeded(seed, xt.device):
+        if method == "joint" or (method == "auto" and model.predicts_jointly):
+            return _joint_samples(model, xc, yc, xt, mask_c, n_samples)
+        if method == "buffer" or (method == "auto" and model.buffered_sampling):
+            if not model.buffered_sampling:
+                raise ValueError(
+                    f"{model.name} has no causal buffer (it does not declare buffered_sampling); "
+                    "use method='autoregressive'"
+                )
+            return _buffered(model, xc, yc, xt, mask_c, n_samples, perm)
+        if model.targets_interact:
+            raise ValueError(
+                f"{model.name}: targets interact, so its marginals depend on which targets are "
+                "asked for together; use method='joint'"
+            )
+        return _autoregressive(model, xc, yc, xt, mask_c, n_samples, perm)
+
+
+def _order(order: str | torch.Tensor, n_tgt: int) -> str | torch.Tensor:
+    if isinstance(order, str):
+        if order not in ("random", "given"):
+            raise ValueError(f"order must be 'random', 'given' or a permutation, got {order!r}")
+        return order
+    perm = torch.as_tensor(order)
+    if perm.dtype.is_floating_point or perm.shape != (n_tgt,):
+        raise ValueError(f"order: expected an integer permutation of shape [{n_tgt}]")
+    if not torch.equal(perm.sort().values.cpu(), torch.arange(n_tgt)):
+        raise ValueError(f"order is not a permutation of range({n_tgt})")
+    return perm
+
+
+@contextmanager
+def _seeded(seed: int | None, device: torch.device):
+    if seed is None:
+        yield
+        return
+    devices = [device] if device.type == "cuda" else []
+    with torch.random.fork_rng(devices=devices):
+        torch.manual_seed(seed)
+        yield
+
+
+def _joint_samples(model, xc, yc, xt, mask_c, n_samples: int) -> torch.Tensor:
+    if not model.predicts_jointly:
+        raise ValueError(
+            f"{model.name} predicts each target's marginal, not a joint distribution; "
+            "use method='autoregressive'"
+        )
+    return model(xc, yc, xt, mask_c).sample((n_samples,))
+
+
+def _draw(pred: Distribution) -> torch.Tensor:
+    """One draw per task from a per-target prediction ``[tasks, 1, dim_y]``."""
+    if isinstance(pred, Normal):  # reparameterised: the same draws on every device
+        return pred.loc + pred.scale * torch.randn_like(pred.loc)
+    return pred.sample()
+
+
+def _paths(xt: torch.Tensor, n_samples: int, perm) -> tuple[torch.Tensor, torch.Tensor]:
+    """Every sample path's targets in its draw order: ``(x_seq [n_samples * b, n_tgt, dim_x],
+    idx [n_samples * b, n_tgt])``, rows sample-major, ``x_seq[:, k] = xt[:, idx[:, k]]``."""
+    b, n_tgt, dim_x = xt.shape
+    rows = n_samples * b
+    if isinstance(perm, str) and perm == "random":
+        idx = torch.rand(rows, n_tgt, device=xt.device).argsort(1)
+    elif isinstance(perm, str):
+        idx = torch.arange(n_tgt, device=xt.device).expand(rows, n_tgt)
+    else:
+        idx = perm.to(xt.device).expand(rows, n_tgt)
+    x_seq = _tile(xt, n_samples).gather(1, idx[..., None].expand(-1, -1, dim_x))
+    return x_seq, idx
+
+
+def _tile(t: torch.Tensor, n_samples: int) -> torch.Tensor:
+    """``[b, ...] -> [n_samples * b, ...]``, sample-major."""
+    return t.unsqueeze(0).expand(n_samples, *t.shape).reshape(n_samples * t.shape[0], *t.shape[1:])
+
+
+def _in_target_order(y_seq: torch.Tensor, idx: torch.Tensor, n_samples: int) -> torch.Tensor:
+    """Draws in each path's order ``[n_samples * b, n_tgt, dim_y]`` -> ``[n_samples, b, n_tgt,
+    dim_y]`` in the order of the targets."""
+    rows, n_tgt, dim_y = y_seq.shape
+    out = torch.empty_like(y_seq).scatter_(1, idx[..., None].expand(-1, -1, dim_y), y_seq)
+    return out.reshape(n_samples, rows // n_samples, n_tgt, dim_y)
+
+
+def _autoregressive(model, xc, yc, xt, mask_c, n_samples: int, perm) -> torch.Tensor:
+    x_seq, idx = _paths(xt, n_samples, perm)
+    rows, n_tgt = idx.shape
+    x_ctx, y_ctx = _tile(xc, n_samples), _tile(yc, n_samples)
+    m_ctx = None if mask_c is None else _tile(mask_c, n_samples)
+    y_seq = xt.new_empty(rows, n_tgt, yc.shape[-1])
+    for k in range(n_tgt):
+        draw = _draw(model(x_ctx, y_ctx, x_seq[:, k : k + 1], m_ctx))  # [rows, 1, dim_y]
+        y_seq[:, k : k + 1] = draw
+        x_ctx = torch.cat([x_ctx, x_seq[:, k : k + 1]], 1)
+        y_ctx = torch.cat([y_ctx, draw], 1)
+        if m_ctx is not None:
+            m_ctx = torch.cat([m_ctx, m_ctx.new_ones(rows, 1)], 1)
+    return _in_target_order(y_seq, idx, n_samples)
+
+
+def _buffered(model, xc, yc, xt, mask_c, n_samples: int, perm) -> torch.Tensor:
+    """The causal buffer: the context encoded once for all paths; each draw enters its path's
+    buffer, which the next target reads beside the context."""
+    x_seq, idx = _paths(xt, n_samples, perm)
+    rows, n_tgt = idx.shape
+    context = model.encode_context(xc, yc, mask_c)
+    buffer = model.start_buffer(context, n_samples, capacity=n_tgt - 1)
+    y_seq = xt.new_empty(rows, n_tgt, yc.shape[-1])
+    for k in range(n_tgt):
+        x = x_seq[:, k : k + 1]
+        draw = _draw(model.predict_with_buffer(context, buffer, x))  # [rows, 1, dim_y]
+        y_seq[:, k : k + 1] = draw
+        if k + 1 < n_tgt:
+            buffer = model.add_to_buffer(context, buffer, x, draw)
+    return _in_target_order(y_seq, idx, n_samples)

@@ -1,0 +1,150 @@
+"""Evaluation on a fixed test set: LL per target point ± standard error over tasks, the GP
+oracle on the same tasks and each model's gap to it, and 95% interval coverage."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+
+from ..batch import observed_mean
+from ..config import ExperimentConfig
+from ..data import TaskSampler, batch_at, build_sampler
+from ..models import NeuralProcess, build_model
+
+Z95 = 1.959963984540054
+
+
+@dataclass
+class Metrics:
+    """Per-target-point log-likelihood (higher is better) over ``n_tasks`` test tasks."""
+
+    model: str
+    n_tasks: int
+    ll: float
+    ll_se: float
+    coverage95: float
+    oracle_ll: float | None = None
+    oracle_ll_se: float | None = None
+    gap: float | None = None  # oracle LL - model LL (>= 0 up to noise)
+    gap_se: float | None = None
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def mean_se(values: torch.Tensor) -> tuple[float, float]:
+    """Mean and standard error of a 1D tensor of per-task values."""
+    n = values.numel()
+    se = values.std(unbiased=True).item() / math.sqrt(n) if n > 1 else float("nan")
+    return values.mean().item(), se
+
+
+def build_test_sampler(cfg: ExperimentConfig, **data_overrides) -> TaskSampler:
+    """The fixed test-set sampler of an experiment: seed ``eval.seed`` and split ``test``, so
+    every model (and every training seed) is scored on the same tasks."""
+    opts = {**cfg.data_options(test=True), **data_overrides}
+    return build_sampler(cfg.data["name"], cfg.eval.batch_size, cfg.eval.seed, **opts)
+
+
+def _has_gp_info(sampler: TaskSampler) -> bool:
+    return hasattr(sampler, "kernel_ids")
+
+
+@torch.no_grad()
+def evaluate(
+    model: NeuralProcess,
+    sampler: TaskSampler,
+    n_batches: int,
+    oracle: bool = True,
+    device: torch.device | str = "cpu",
+    progress: bool = False,
+) -> Metrics:
+    """Score ``model`` on batches ``0..n_batches-1`` of ``sampler``'s test split. Padded
+    targets (``batch.mask_t``) count nowhere: LL, coverage and the oracle use real ones only;
+    nor do missing target outputs (``batch.mask_yt``): LL and coverage use observed values.
+
+    The GP oracle (exact posterior under each task's generating hyper-parameters) is scored
+    on the same tasks when the sampler is a GP sampler and ``oracle`` is True.
+    """
+    if isinstance(n_batches, bool) or not isinstance(n_batches, int) or n_batches < 1:
+        raise ValueError(f"n_batches = {n_batches!r}: must be an integer >= 1")
+    model = model.to(device).eval()
+    gp_oracle = (
+        build_model("gp-oracle", sampler.dim_x, sampler.dim_y)
+        if (oracle and _has_gp_info(sampler) and sampler.dim_y == 1)
+        else None
+    )
+    lls, oracle_lls, covered = [], [], []
+    batches = range(n_batches)
+    if progress:
+        from tqdm.auto import tqdm
+
+        batches = tqdm(batches, desc=f"eval {model.name}", dynamic_ncols=True)
+    for i in batches:
+        batch = batch_at(sampler, i, split="test").to(device)
+        pred = model.predict_batch(batch)
+        lls.append(model.log_likelihood(batch, pred).cpu())
+        inside = (batch.yt - pred.mean).abs() <= Z95 * pred.stddev
+        covered.append(observed_mean(inside.float(), batch.mask_t, batch.mask_yt).cpu())
+        if gp_oracle is not None:
+            oracle_lls.append(gp_oracle.log_likelihood(batch).cpu())
+    ll = torch.cat(lls).double()
+    mean, se = mean_se(ll)
+    metrics = Metrics(model.name, ll.numel(), mean, se, torch.cat(covered).mean().item())
+    if oracle_lls:
+        o = torch.cat(oracle_lls).double()
+        metrics.oracle_ll, metrics.oracle_ll_se = mean_se(o)
+        metrics.gap, metrics.gap_se = mean_se(o - ll)  # paired over the same tasks
+    return metrics
+
+
+def format_table(rows: list[Metrics]) -> str:
+    """A markdown table of metrics (LL per target point, higher is better)."""
+    lines = [
+        "| model | tasks | LL ± s.e. | gap to oracle ± s.e. | 95% coverage |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for m in rows:
+        gap = f"{m.gap:.3f} ± {m.gap_se:.3f}" if m.gap is not None else "n/a"
+        lines.append(
+            f"| {m.model} | {m.n_tasks} | {m.ll:.3f} ± {m.ll_se:.3f} | {gap} | {m.coverage95:.3f} |"
+        )
+    oracle = next((m for m in rows if m.oracle_ll is not None), None)
+    if oracle is not None:
+        lines.append(
+            f"| gp-oracle | {oracle.n_tasks} | {oracle.oracle_ll:.3f} ± "
+            f"{oracle.oracle_ll_se:.3f} | 0 | — |"
+        )
+    return "\n".join(lines)
+
+
+def cached_evaluate(
+    model: NeuralProcess,
+    cfg: ExperimentConfig,
+    cell: str | Path,
+    *,
+    settings: dict | None = None,
+    **data_overrides,
+) -> Metrics:
+    """:func:`evaluate` on the experiment's test set (with ``data_overrides``), stored as JSON
+    at ``cell`` and read back from there next time, so a table can be built cell by cell and
+    resumed.
+
+    With ``settings`` (what the numbers depend on, JSON-serialisable) the cell is stored as
+    ``{"settings": ..., "metrics": ...}`` so that a caller can later refuse a cell computed
+    under other settings; without, as the metrics alone (the older layout, still read)."""
+    cell = Path(cell)
+    if cell.exists():
+        stored = json.loads(cell.read_text())
+        return Metrics(**stored.get("metrics", stored))
+    metrics = evaluate(model, build_test_sampler(cfg, **data_overrides), cfg.eval.n_batches)
+    cell.parent.mkdir(parents=True, exist_ok=True)
+    if settings is None:
+        cell.write_text(json.dumps(metrics.as_dict()))
+    else:
+        cell.write_text(json.dumps({"settings": settings, "metrics": metrics.as_dict()}, indent=2))
+    return metrics
