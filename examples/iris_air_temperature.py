@@ -34,6 +34,7 @@ from tnpx.data import GridSampler, batch_at
 from tnpx.extras import pyplot, require
 from tnpx.models import NeuralProcess, build_model
 from tnpx.plot import save_figure
+from tnpx.plot_grid import window_maps
 
 FIGURE_CONTEXT = 0.1  # the figure's windows: a tenth of their points as context (32 of 320)
 HOURS_PER_YEAR = 360 * 24  # the grid source's times: hours since 1970 of the 360-day calendar
@@ -98,47 +99,23 @@ def _fixed_sampler(sampler: GridSampler) -> GridSampler:
 
 def _window_maps(models: dict, sampler: GridSampler, batch: Batch, i: int):
     """Window ``i`` of ``batch``, its middle year as ``[n_lat, n_lon]`` maps in the data's
-    units: ``truth``, each model's ``mean`` and ``std`` (and a ``title`` with its RMSE over
-    the year's targets); its context points ``[(lat, lon, in this year)]``; the maps' imshow
-    extent (cell edges, ``[west, east, south, north]``) and the year."""
-    x = torch.cat([batch.xc[i], batch.xt[i]])  # [N, 3] model units: latitude, longitude, time
-    y = torch.cat([batch.yc[i], batch.yt[i]])
-    n_ctx = batch.xc.shape[1]
-    times = x[:, 2].unique()
-    year = x[:, 2] == times[len(times) // 2]
-    lat, lon = x[year, 0].unique(), x[year, 1].unique()  # the same float32 values: exact
-    row, col = torch.searchsorted(lat, x[year, 0]), torch.searchsorted(lon, x[year, 1])
-
-    def as_map(values: torch.Tensor) -> np.ndarray:
-        out = np.full((len(lat), len(lon)), np.nan)
-        out[row.numpy(), col.numpy()] = values.double().numpy()
-        return out
-
-    _, truth = sampler.to_physical(y=y[year, 0])
-    scale = sampler.normalisation["y"]["scale"][0]
-    maps = {"truth": as_map(truth)}
-    is_target = (torch.arange(len(x)) >= n_ctx)[year]
-    for name, m in models.items():
-        pred = m.eval().predict_batch(
-            Batch(batch.xc[i : i + 1], batch.yc[i : i + 1], x[year][None])
-        )
-        _, mean = sampler.to_physical(y=pred.mean[0, :, 0])
-        maps[f"{name} mean"] = as_map(mean)
-        maps[f"{name} std"] = as_map(pred.stddev[0, :, 0] * scale)
-        rmse = (mean - truth)[is_target].pow(2).mean().sqrt()
+    units (:func:`tnpx.plot_grid.window_maps`): ``truth``, each model's ``mean`` and ``std``
+    (and a ``title`` with its RMSE over the year's targets); its context points ``[(lat, lon,
+    in this year)]``; the maps' imshow extent (cell edges, ``[west, east, south, north]``) and
+    the year."""
+    window = window_maps(models, sampler, batch, i)
+    maps = {"truth": window.truth}
+    for name in models:
+        mean = window.means[name]
+        maps[f"{name} mean"], maps[f"{name} std"] = mean, window.stds[name]
+        rmse = np.sqrt(np.mean((mean - window.truth)[~window.is_context] ** 2))
         maps[f"{name} mean title"] = f"{name} mean (RMSE {rmse:.2f} K)"
-    physical, _ = sampler.to_physical(x=x)
-    context = [(float(p[0]), float(p[1]), bool(y_)) for p, y_ in zip(physical, year[:n_ctx])]
-    edges_lat, edges_lon = _edges(physical[year, 0]), _edges(physical[year, 1])
-    when = math.floor(1970 + float(physical[year][0, 2]) / HOURS_PER_YEAR)
-    return maps, context, [*edges_lon, *edges_lat], when
-
-
-def _edges(centres: torch.Tensor) -> list[float]:
-    """The outer cell edges of evenly spaced coordinates (half a step beyond each end)."""
-    values = centres.unique()
-    half = float(values[1] - values[0]) / 2
-    return [float(values[0]) - half, float(values[-1]) + half]
+    context = [
+        (float(p[0]), float(p[1]), bool(here))
+        for p, here in zip(window.context_points, window.in_slice)
+    ]
+    when = math.floor(1970 + window.fixed["time"] / HOURS_PER_YEAR)
+    return maps, context, window.extent, when
 
 
 def _mark_context(ax, context: list[tuple[float, float, bool]]) -> None:

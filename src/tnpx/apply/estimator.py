@@ -17,6 +17,7 @@ import numpy as np
 
 from ..units import box_pairs
 from .predict import extrapolation_limits, resolve
+from .predict_missing import check_missing_y
 from .predict_steps import Options, stream_prediction
 from .unit_choice import ExtrapolationLimits
 
@@ -128,17 +129,24 @@ class NPRegressor(RegressorMixin, BaseEstimator):
         """Hold ``X [n_samples, n_features]`` and ``y [n_samples]`` or ``[n_samples,
         n_outputs]`` as the context (copied; no training happens) and load the model.
 
+        A missing output (NaN in ``y``) is masked out of the context where the model reads
+        missing outputs (built with ``missing_outputs=True``; :mod:`tnpx.apply.predict_missing`),
+        as long as each row keeps one output.
+
         Raises:
-            ValueError: non-finite or non-numeric values, no samples, or a number of input
-                columns (output columns) that is not the model's ``dim_x`` (``dim_y``).
+            ValueError: non-finite or non-numeric values (NaN in ``y`` for a model that does
+                not read missing outputs, or in every output of a row), no samples, or a
+                number of input columns (output columns) that is not the model's ``dim_x``
+                (``dim_y``).
             CheckpointError: ``model`` is neither a shipped name nor a readable checkpoint.
         """
-        X, y = validate_data(self, X, y, multi_output=True, y_numeric=True, dtype=np.float64)
+        X, y = validate_context(self, X, y)
         n_outputs = 1 if y.ndim == 1 else y.shape[1]
         self._checked_options(None)  # level, chunk_size: fail here, not at predict
         check_domain(self.domain, X.shape[1])
         net, recorded, why, limits = self._load(X.shape[1], n_outputs)
         check_dims(net, X.shape[1], n_outputs, self.model)
+        check_missing_y(net, y)  # NaN in y: masked for a model that reads missing outputs
         self.model_ = net
         self.training_domain_ = recorded
         self._domain_unknown = why
@@ -237,6 +245,23 @@ class NPRegressor(RegressorMixin, BaseEstimator):
     def _is_factory(self) -> bool:
         """Whether ``model`` builds a model for the data (a module is callable too: not one)."""
         return callable(self.model) and self._model_object() is None
+
+
+def validate_context(estimator: NPRegressor, X, y) -> tuple[np.ndarray, np.ndarray]:
+    """scikit-learn's ``validate_data`` of ``(X, y)``, except that NaN in ``y`` is kept for
+    :func:`~tnpx.apply.predict_missing.check_missing_y` to judge once the model is known."""
+    try:
+        return validate_data(estimator, X, y, multi_output=True, y_numeric=True, dtype=np.float64)
+    except ValueError as err:
+        if "Input y contains NaN" not in str(err):
+            raise
+    from sklearn.utils import check_array, check_consistent_length
+
+    X = validate_data(estimator, X, dtype=np.float64)
+    y = check_array(y, ensure_all_finite="allow-nan", ensure_2d=False, dtype=np.float64,
+                    input_name="y")  # fmt: skip
+    check_consistent_length(X, y)
+    return X, y
 
 
 def same_device(a: torch.device, b: torch.device) -> bool:

@@ -207,7 +207,10 @@ def predict(
             experiment gives the training domain) or a pretrained model's name
             (:func:`tnpx.list_pretrained`).
         context: a DataFrame or CSV path with input and output columns (may have no rows:
-            the prediction is then the model's prior).
+            the prediction is then the model's prior). A row may miss some of its outputs
+            (NaN, an empty cell) where the model reads missing outputs (built with
+            ``missing_outputs=True``): they are masked, and each output is standardised by
+            its observed values (:mod:`tnpx.apply.predict_missing`).
         targets: a DataFrame or CSV path with the input columns.
         x_cols, y_cols: input and output column names; by default every column of
             ``targets`` is an input and every other column of ``context`` an output.
@@ -242,7 +245,8 @@ def predict(
 
     Raises:
         DataError: a missing, unreadable or malformed file, a missing column, a value that
-            is not a number, a missing value, or a column count the model does not take; a
+            is not a number, a missing value (a missing output only for a model that does not
+            read them, or in every output of a row), or a column count the model does not take; a
             value that in the model's units is beyond the range its arithmetic stays finite
             in (:func:`tnpx.input_checks.max_abs_input`: 1e9 for a float32 model), or a
             prediction that is not finite (each names the row and column); a target beyond a

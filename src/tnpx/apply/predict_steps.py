@@ -31,6 +31,7 @@ from ..data.user_files import (
 )
 from ..input_checks import max_abs_input
 from ..units import UnitMap
+from .predict_missing import context_values, masked_outputs
 from .table_chunks import Chunks, open_chunked
 from .unit_choice import ExtrapolationLimits, FarTargets, fit_units, needs_targets
 
@@ -76,7 +77,9 @@ class Options:
 @dataclass
 class Plan:
     """One prediction's model, unit map and context in the model's units (``xc [n_ctx,
-    dim_x]``, ``yc [n_ctx, dim_y]``); ``far`` counts the far targets over the blocks."""
+    dim_x]``, ``yc [n_ctx, dim_y]``, 0.0 at a missing output); ``observed [n_ctx, dim_y]``:
+    False at the missing outputs (None: none missing); ``far`` counts the far targets over the
+    blocks."""
 
     net: NeuralProcess
     units: UnitMap
@@ -87,6 +90,7 @@ class Plan:
     yc: np.ndarray
     far: FarTargets
     options: Options
+    observed: np.ndarray | None = None
 
     @property
     def dtype(self) -> torch.dtype:
@@ -107,9 +111,11 @@ def predict_arrays(
     yc: np.ndarray,
     xt: np.ndarray,
     chunk_size: int = 16384,
+    observed: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Predictive mean and std ``[n_tgt, dim_y]`` (float64) of one task in the model's units:
-    ``xc [n_ctx, dim_x]``, ``yc [n_ctx, dim_y]``, ``xt [n_tgt, dim_x]``.
+    ``xc [n_ctx, dim_x]``, ``yc [n_ctx, dim_y]``, ``xt [n_tgt, dim_x]``; ``observed [n_ctx,
+    dim_y]`` (bool, or None: all observed) is the model's ``mask_yc``.
 
     Targets are decoded ``chunk_size`` at a time (``predict_streamed``), so memory is bounded
     by a chunk. Models that cannot stream (:func:`can_stream`: TNP-ND, latent and
@@ -122,14 +128,18 @@ def predict_arrays(
     def tensor(a: np.ndarray) -> torch.Tensor:
         return torch.as_tensor(a, dtype=dtype, device=device).unsqueeze(0)
 
+    # mask_yc only where an output is missing: every other call is the one it always was
+    masked = {} if observed is None else {"mask_yc": torch.as_tensor(observed, device=device)[None]}
     was_training = model.training
     model.eval()
     try:
         with torch.no_grad():
             if can_stream(model):
-                pred = model.predict_streamed(tensor(xc), tensor(yc), tensor(xt), None, chunk_size)
+                pred = model.predict_streamed(
+                    tensor(xc), tensor(yc), tensor(xt), None, chunk_size, **masked
+                )
             else:
-                pred = model(tensor(xc), tensor(yc), tensor(xt))
+                pred = model(tensor(xc), tensor(yc), tensor(xt), **masked)
             mean, std = pred.mean[0], pred.stddev[0]
     finally:
         model.train(was_training)
@@ -254,7 +264,9 @@ def plan_prediction(
     the targets' extreme rows ``[k, dim_x]``, called only where the map needs them."""
     o = options
     dropped = Dropped(ctx.name)
-    values, positions = numeric_block(ctx, [*x_cols, *y_cols], dropped if o.drop_missing else None)
+    values, positions, observed = context_values(
+        ctx, x_cols, y_cols, net, dropped if o.drop_missing else None
+    )  # a missing output is NaN in yc where the model reads them (observed: False)
     dropped.warn()
     xc, yc = values[x_cols].to_numpy(), values[y_cols].to_numpy()
     if len(xc) == 0:
@@ -284,7 +296,8 @@ def plan_prediction(
         xc_model, yc_model = units.inputs(xc), units.outputs(yc)
     limits = replace(o.limits or ExtrapolationLimits(), allow=o.allow_extrapolation)
     far = FarTargets(xc, x_cols, limits)
-    plan = Plan(net, units, record, x_cols, y_cols, xc_model, yc_model, far, o)
+    yc_model = masked_outputs(yc_model, observed)
+    plan = Plan(net, units, record, x_cols, y_cols, xc_model, yc_model, far, o, observed)
     in_model = np.hstack([xc_model, yc_model])
     check_model_range(ctx, positions, values.to_numpy(), in_model, values.columns, plan.dtype)
     return plan
@@ -300,7 +313,10 @@ def predict_block(
     with np.errstate(over="ignore", invalid="ignore"):  # overflow is checked for, and named
         xt_model = plan.units.inputs(xt)
         check_model_range(table, positions, xt, xt_model, plan.x_cols, plan.dtype)
-        mean, std = predict_arrays(plan.net, plan.xc, plan.yc, xt_model, plan.options.chunk_size)
+        masked = {} if plan.observed is None else {"observed": plan.observed}
+        mean, std = predict_arrays(
+            plan.net, plan.xc, plan.yc, xt_model, plan.options.chunk_size, **masked
+        )
         mean, std = plan.units.mean_to_user(mean), plan.units.std_to_user(std)
         frame = prediction_frame(values, plan.y_cols, mean, std, plan.options.level)
     check_finite_result(table, positions, frame, len(plan.x_cols))

@@ -85,6 +85,8 @@ def fit_output_map(yc: np.ndarray, y_cols: list, output_scale=None) -> Affine:
                 f"output_scale: each pair must be (mean, std), std > 0, got {output_scale!r}"
             )
         return Affine(pairs[:, 0], pairs[:, 1])
+    if np.isnan(yc).any():  # missing outputs (predict_missing): each column its observed values
+        return _observed_output_map(yc, y_cols)
     flat = no_spread(yc) if len(yc) else np.zeros(dim_y, dtype=bool)
     if flat.any():
         warn_user(
@@ -94,6 +96,25 @@ def fit_output_map(yc: np.ndarray, y_cols: list, output_scale=None) -> Affine:
             "output_scale=(mean, std) to choose"
         )
     return standardising(yc)
+
+
+def _observed_output_map(yc: np.ndarray, y_cols: list) -> Affine:
+    """:func:`fit_output_map` of a context with missing outputs (NaN in ``yc [n_ctx, dim_y]``):
+    each column's mean and std over its observed values alone.
+
+    Raises:
+        DataError: a column without any observed value (nothing to standardise it by).
+    """
+    columns = [yc[~np.isnan(yc[:, j]), j : j + 1] for j in range(yc.shape[1])]
+    empty = [c for c, values in zip(y_cols, columns) if len(values) == 0]
+    if empty:
+        raise DataError(
+            f"output column(s) {column_names(empty)} have no value in the context (every row "
+            "misses them): nothing to standardise them by; pass output_scale=(mean, std) "
+            "(--output-scale) for each output"
+        )
+    maps = [fit_output_map(values, [c]) for c, values in zip(y_cols, columns)]
+    return Affine(np.concatenate([m.loc for m in maps]), np.concatenate([m.scale for m in maps]))
 
 
 def fit_units(

@@ -157,10 +157,22 @@ def _plot(args) -> int:
     model, cfg = _model_and_experiment(args.checkpoint, args.config)
     sampler = build_test_sampler(cfg, **_data_overrides(args.data))
     out = Path(args.out) if args.out else stem.with_suffix(".png")
-    if cfg.data["name"] == "image":  # context, mean, std and the image, side by side
-        if args.samples:
-            raise SystemExit("tnpx plot: --samples draws 1D function samples, not images")
+    source = cfg.data["name"]
+    if source in ("image", "grid") and args.samples:
+        drawn = "images" if source == "image" else "grid maps"
+        raise SystemExit(f"tnpx plot: --samples draws 1D function samples, not {drawn}")
+    if source == "image":  # context, mean, std and the image, side by side
         plot_image_tasks(model, sampler, out, n_tasks=args.n_tasks)
+    elif source == "grid":  # the same four panels as maps of a window, in the data's units
+        from ..plot_grid import plot_grid_tasks
+
+        plot_grid_tasks(model, sampler, out, n_tasks=args.n_tasks)
+    elif sampler.dim_x != 1 or sampler.dim_y != 1:
+        raise ValueError(
+            f"no plot for the {source!r} source with dim_x={sampler.dim_x}, "
+            f"dim_y={sampler.dim_y}; tnpx plot draws 1D sources (dim_x = dim_y = 1), image "
+            "and grid"
+        )
     else:
         plot_1d_tasks(
             {model.name: model}, sampler, out, n_tasks=args.n_tasks, n_samples=args.samples
@@ -265,7 +277,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", help="JSON output (default: CHECKPOINT.eval.json)")
     p.set_defaults(func=_eval)
 
-    p = sub.add_parser("plot", help="plot a checkpoint's predictions on test tasks (1D or images)")
+    p = sub.add_parser("plot", help="plot a model's predictions on test tasks (1D, image, grid)")
     p.add_argument("checkpoint", help="checkpoint path or a pretrained model's name")
     p.add_argument("--config", help="experiment config (default: the one in the checkpoint)")
     p.add_argument("--data", nargs="*", default=[], help="test-data overrides, e.g. shift=0.4")
