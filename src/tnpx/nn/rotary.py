@@ -62,7 +62,9 @@ class Rotation:
         a sin + b cos)``; channels beyond the ``2 R`` rotated ones unchanged."""
         n_rot = self.cos.shape[-1]
         turned = z[..., :n_rot]
-        swapped = turned.unflatten(-1, (-1, 2)).flip(-1).flatten(-2)  # (b, a) per pair
+        pairs = turned.unflatten(-1, (-1, 2))
+        # (b, a) per pair: one stack of the two strided halves, cheaper on CPU than flip
+        swapped = torch.stack([pairs[..., 1], pairs[..., 0]], -1).flatten(-2)
         out = turned * self.cos + swapped * self.sin
         return out if n_rot == z.shape[-1] else torch.cat([out, z[..., n_rot:]], -1)
 

@@ -12,6 +12,13 @@ Per-pair features exist only per query chunk: peak memory is ``[batch, chunk, n_
 hidden]``, never ``[batch, n_queries, n_keys, hidden]``. When a call needs several chunks
 and gradients are on, each chunk is recomputed in the backward pass (activation
 checkpointing), so training memory is bounded by a chunk as well.
+
+The per-pair MLPs (rho, kappa, phi) run through :func:`pair_mlp`: their ReLUs act in place,
+and without gradients their hidden layers are written into buffers kept across the chunks of
+a call (:class:`PairScratch`). A fresh ``[chunk, n_keys, hidden]`` tensor is new memory, and
+on CPU its first touch (page faults, the kernel zeroing each page) cost more than the ReLU or
+the bias copy that filled it: over half of a forward's time at N = 1,000 (``benchmarks/
+te_redesign_ab.py``). The numbers are the same as ``mlp(x)``'s.
 """
 
 from __future__ import annotations
@@ -39,6 +46,40 @@ RELATIVE_KINDS = ("post", "pre", "rbf", "identity")
 # ``tetnp/networks/teattention.py``: ``kernel(cat(diff, token_dots))``). The same family of
 # functions (rho's first layer absorbs the permutation), not the same function of given weights.
 RHO_ORDERS = ("dots-first", "rel-first")
+
+
+class PairScratch:
+    """Flat buffers for the hidden layers of the per-pair MLPs, reused by every query chunk
+    of one call (no gradients: nothing keeps a chunk's features after it)."""
+
+    def __init__(self):
+        self.buffers: dict[int, torch.Tensor] = {}
+
+    def take(self, slot: int, shape: tuple[int, ...], like: torch.Tensor) -> torch.Tensor:
+        """A tensor ``shape`` of ``like``'s dtype and device in buffer ``slot`` (grown if short)."""
+        n = math.prod(shape)
+        buffer = self.buffers.get(slot)
+        if buffer is None or buffer.numel() < n:
+            buffer = self.buffers[slot] = like.new_empty(n)
+        return buffer[:n].view(shape)
+
+
+def pair_mlp(mlp: MLP, x: torch.Tensor, scratch: PairScratch | None = None) -> torch.Tensor:
+    """``mlp(x)`` for per-pair inputs ``x [..., dim_in]`` (the same numbers): ReLUs in place, and
+    with ``scratch`` (no gradients) each hidden layer written into its buffer, not new memory."""
+    # On rows [pairs, features]: a Linear's output is then no view, so an in-place ReLU on it
+    # costs autograd no copy of the whole tensor in the backward pass.
+    lead, h = x.shape[:-1], x.reshape(-1, x.shape[-1])
+    last = len(mlp) - 1
+    for i, layer in enumerate(mlp):
+        if isinstance(layer, nn.ReLU):
+            h = h.relu_()  # the Linear before it keeps its input, not its output, for backward
+        elif isinstance(layer, nn.Linear) and scratch is not None and i < last:
+            out = scratch.take(i, (h.shape[0], layer.out_features), h)
+            h = torch.addmm(layer.bias, h, layer.weight.t(), out=out)
+        else:
+            h = layer(h)
+    return h.view(*lead, h.shape[-1])
 
 
 class RelativeLogits(nn.Module):
@@ -71,12 +112,16 @@ class RelativeLogits(nn.Module):
         elif kind == "rbf":
             self.log_width = nn.Parameter(torch.zeros(n_heads))
 
-    def forward(self, dots: torch.Tensor, rel: torch.Tensor) -> torch.Tensor:
+    def forward(
+        self, dots: torch.Tensor, rel: torch.Tensor, scratch: PairScratch | None = None
+    ) -> torch.Tensor:
+        """dots ``[..., H]``, rel ``[..., dim_rel]`` -> logits ``[..., H]``; ``scratch``: see
+        :func:`pair_mlp`."""
         if self.kind == "post":
             parts = [dots, rel] if self.rho_order == "dots-first" else [rel, dots]
-            return self.rho(torch.cat(parts, -1))  # TE Eq. 8
+            return pair_mlp(self.rho, torch.cat(parts, -1), scratch)  # TE Eq. 8
         if self.kind == "pre":
-            return dots + self.kappa(rel)
+            return dots + pair_mlp(self.kappa, rel, scratch)
         if self.kind == "rbf":
             sq = rel.pow(2).sum(-1, keepdim=True)
             return dots + torch.exp(-0.5 * sq / torch.exp(2 * self.log_width))
@@ -193,13 +238,17 @@ class TEMultiHeadAttention(HeadProjections, Attention):
         q = self._split(self.to_q(queries))
         size = chunk_size or self.chunk_size(b, prepared.k.shape[2])
         grad = torch.is_grad_enabled() and size < n_q
+        reuse = not (torch.is_grad_enabled() or torch.compiler.is_compiling())
+        scratch = PairScratch() if reuse else None
         outs, moves = [], []
         for start in range(0, n_q, size):
             part = slice(start, start + size)
             args = (q[:, :, part], prepared.k, prepared.v, x_queries[:, part], prepared.x,
                     prepared.safe_mask)  # fmt: skip
             out, move = (
-                checkpoint(self._chunk, *args, use_reentrant=False) if grad else self._chunk(*args)
+                checkpoint(self._chunk, *args, use_reentrant=False)
+                if grad
+                else self._chunk(*args, scratch=scratch)
             )
             outs.append(out)
             moves.append(move)
@@ -208,18 +257,19 @@ class TEMultiHeadAttention(HeadProjections, Attention):
             x_queries = x_queries + zero_where_no_key(torch.cat(moves, 1), prepared.has_key)
         return self.to_out(out), x_queries
 
-    def _chunk(self, q, k, v, xq, xk, key_mask):
+    def _chunk(self, q, k, v, xq, xk, key_mask, scratch: PairScratch | None = None):
         """One query chunk: q ``[b, H, c, dh]``, xq ``[b, c, dim_x]`` -> ``[b, c, H*dh]`` and the
-        Eq. 10 location move ``[b, c, dim_x]`` (zeros when the update is off)."""
+        Eq. 10 location move ``[b, c, dim_x]`` (zeros when the update is off); ``scratch``
+        holds the pair MLPs' hidden layers (:func:`pair_mlp`)."""
         dots = (q @ k.transpose(-1, -2)) / math.sqrt(self.dim_head)  # [b, H, c, n_k]
         diff = xq[:, :, None, :] - xk[:, None, :, :]  # [b, c, n_k, dim_x]
         rel = diff.norm(dim=-1, keepdim=True) if self.rotation_invariant else diff
-        logits = self.logits(dots.permute(0, 2, 3, 1), rel).permute(0, 3, 1, 2)  # TE Eq. 7-8
+        logits = self.logits(dots.permute(0, 2, 3, 1), rel, scratch).permute(0, 3, 1, 2)  # Eq. 7-8
         attn = masked_softmax(logits, key_mask)  # [b, H, c, n_k]
         out = (attn @ v).transpose(1, 2).flatten(2)
         if self.phi is None:
             return out, xq.new_zeros(xq.shape)
         # TE Eq. 10 with C = 1/N: mean over valid keys of (x_n - x_m) * phi(alpha_.nm).
-        weight = self.phi(attn.permute(0, 2, 3, 1)) * key_mask[:, None, :, None]
+        weight = pair_mlp(self.phi, attn.permute(0, 2, 3, 1), scratch) * key_mask[:, None, :, None]
         count = key_mask.sum(-1).clamp_min(1).to(diff.dtype)[:, None, None]
         return out, (diff * weight).sum(2) / count
