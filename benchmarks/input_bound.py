@@ -28,7 +28,7 @@ import torch
 
 import tnpx
 from benchmarks.harness import write_results
-from tnpx.models.base import REGISTRY, options_taken
+from tnpx.models.registry import REGISTRY, options_taken
 from tnpx.models.sizes import SMALL_SIZES  # the test suite's small sizes
 from tnpx.provenance import command_line
 

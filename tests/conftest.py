@@ -11,7 +11,7 @@ import pytest
 import torch
 
 import tnpx
-from tnpx.models.base import REGISTRY, options_taken
+from tnpx.models.registry import REGISTRY, options_taken
 from tnpx.models.sizes import SMALL_SIZES  # the small models every test builds
 
 # Two cores, and pytest-xdist may run two workers side by side.

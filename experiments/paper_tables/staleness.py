@@ -5,6 +5,7 @@ rather than mix them into a table."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import asdict
 from pathlib import Path
@@ -14,11 +15,24 @@ from omegaconf import OmegaConf
 from experiments.paper_tables.specs import ORACLE, is_trained
 from tnpx.checkpoint import read_checkpoint
 from tnpx.config import ExperimentConfig, config_to_yaml, load_config
-from tnpx.models.base import PRESETS, resolve_hyper
+from tnpx.models.registry import PRESETS, resolve_hyper
 from tnpx.training.state import run_files
 
-# Config keys that do not change a cell's numbers (so a cached cell stays valid without them).
+# Config keys that do not change a cell's numbers whatever their value (so a cached cell stays
+# valid without them).
 NEUTRAL_TRAIN_KEYS = ("out_dir", "progress", "device", "prefetch")
+# The keys of each section that cells have recorded since they recorded settings, kept at any
+# value (seed, steps, lr ...). A key added to a section since is recorded only away from its
+# default in the section's dataclass, so a key added at a default that changes nothing leaves
+# every cached cell current. Frozen: a key added to the config is not added here.
+RECORDED_KEYS = {
+    "optim": ("name", "lr", "weight_decay", "betas"),
+    "schedule": ("name", "warmup_steps", "min_lr_ratio"),
+    "train": (
+        "steps", "seed", "clip_value", "clip_norm", "log_every", "val_every", "val_batches",
+        "checkpoint_every",
+    ),
+}  # fmt: skip
 
 
 def cached_settings(cell: Path) -> dict:
@@ -77,7 +91,8 @@ def settings_difference(old: dict, new: dict) -> str:
 def settings(cfg: ExperimentConfig) -> dict:
     """The config keys a cell's numbers depend on: the test set only for the oracle, the test
     set and the model for the other untrained models (fitted GPs); everything but where and
-    how verbosely the run goes otherwise. A named preset is resolved into its options
+    how verbosely the run goes otherwise, a key added since cells recorded settings only away
+    from its default (``RECORDED_KEYS``). A named preset is resolved into its options
     (``model_settings``)."""
     values = OmegaConf.to_container(OmegaConf.create(config_to_yaml(cfg)))
     values["model"] = model_settings(values["model"])
@@ -89,18 +104,24 @@ def settings(cfg: ExperimentConfig) -> dict:
         values["train"].pop(key, None)
     for key in ("name", "description"):
         values.pop(key, None)
-    # Keys added after cells were computed, at their neutral default, change no number.
-    if not values["optim"].get("lr_multipliers"):
-        values["optim"].pop("lr_multipliers", None)
-    for key, neutral in (
-        ("init_from", None),
-        ("weight_init", "default"),
-        ("keep_best", False),
-        ("patience", None),
-    ):
-        if values["train"].get(key, neutral) == neutral:
-            values["train"].pop(key, None)
+    for section, recorded in RECORDED_KEYS.items():
+        defaults = section_defaults(getattr(cfg, section))
+        for key in set(values[section]) - set(recorded):
+            if key in defaults and values[section][key] == defaults[key]:
+                values[section].pop(key)
     return values
+
+
+def section_defaults(section) -> dict:
+    """Each field's default in the dataclass of a config section (``cfg.train`` ...), as it
+    reads back from JSON; a field without a default is left out."""
+    defaults = {}
+    for f in dataclasses.fields(section):
+        if f.default is not dataclasses.MISSING:
+            defaults[f.name] = f.default
+        elif f.default_factory is not dataclasses.MISSING:
+            defaults[f.name] = f.default_factory()
+    return as_json_values(defaults)
 
 
 def resolved_hyper(cfg: ExperimentConfig) -> dict:

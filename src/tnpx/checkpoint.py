@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING
 import torch
 
 from ._version import __version__
-from .models.base import REGISTRY, NeuralProcess, build_model
+from .models.base import NeuralProcess
+from .models.registry import REGISTRY, build_model
 
 if TYPE_CHECKING:
     from .config import ExperimentConfig

@@ -70,7 +70,7 @@ def plot_1d_tasks(
 
     fig, axes = plt.subplots(1, n_tasks, figsize=(4.2 * n_tasks, 3.4), squeeze=False)
     colours = ["tab:blue", "tab:orange", "tab:green", "tab:purple", "tab:red"]
-    units = _DataUnits(getattr(sampler, "normalisation", None))
+    units = DataUnits(getattr(sampler, "normalisation", None))
     x = units.x(grid[0, :, 0])
     for i, ax in enumerate(axes[0]):
         xt, yt = batch.xt[i, real_t[i], 0], batch.yt[i, real_t[i], 0]
@@ -79,7 +79,7 @@ def plot_1d_tasks(
         for (label, pred), colour in zip(curves.items(), colours):
             colour = "black" if label == "GP oracle" else colour
             style = "--" if label == "GP oracle" else "-"
-            mu, sd = units.y(pred.mean[i, :, 0]), units.scale_y * pred.stddev[i, :, 0].numpy()
+            mu, sd = units.y(pred.mean[i, :, 0]), units.scale_y[0] * pred.stddev[i, :, 0].numpy()
             ax.plot(x, mu, style, color=colour, lw=1.3, label=f"{label} mean ± 2σ")
             if label != "GP oracle":
                 ax.fill_between(x, mu - 2 * sd, mu + 2 * sd, color=colour, alpha=0.18, lw=0)
@@ -104,25 +104,37 @@ def _real(mask: torch.Tensor | None, values: torch.Tensor) -> torch.Tensor:
     return torch.ones(values.shape[:2], dtype=torch.bool) if mask is None else mask.bool()
 
 
-class _DataUnits:
-    """A source's model units back to the data's (``value = value_model * scale + loc``), from
-    its ``normalisation`` (1D input and output); the identity and ``x``/``y`` without one."""
+class DataUnits:
+    """A source's model units back to the data's (``value = value_model * scale + loc``, per
+    column, float64), from its ``normalisation``; the identity and ``x``/``y`` without one.
+    ``x(values)``: every value is input column ``column``'s (0: a 1D source's); ``column=None``:
+    ``values [..., k]`` are the first ``k`` input columns. ``y`` likewise; ``scale_y``
+    ``[dim_y]`` maps a standard deviation."""
 
     def __init__(self, normalisation: dict | None):
-        def part(key: str) -> tuple[float, float, str]:
+        def part(key: str) -> tuple[np.ndarray, np.ndarray, list[str]]:
             if not normalisation:
-                return 0.0, 1.0, key
+                return np.zeros(1), np.ones(1), [key]
             p = normalisation[key]
-            return float(p["loc"][0]), float(p["scale"][0]), str(p["columns"][0])
+            loc, scale = (np.asarray(p[k], dtype=np.float64) for k in ("loc", "scale"))
+            return loc, scale, [str(c) for c in p["columns"]]
 
-        self.loc_x, self.scale_x, self.x_name = part("x")
-        self.loc_y, self.scale_y, self.y_name = part("y")
+        self.loc_x, self.scale_x, self.x_names = part("x")
+        self.loc_y, self.scale_y, self.y_names = part("y")
+        self.x_name, self.y_name = self.x_names[0], self.y_names[0]
 
-    def x(self, values: torch.Tensor) -> np.ndarray:
-        return values.double().numpy() * self.scale_x + self.loc_x
+    def x(self, values: torch.Tensor, column: int | None = 0) -> np.ndarray:
+        return _affine(values, self.loc_x, self.scale_x, column)
 
-    def y(self, values: torch.Tensor) -> np.ndarray:
-        return values.double().numpy() * self.scale_y + self.loc_y
+    def y(self, values: torch.Tensor, column: int | None = 0) -> np.ndarray:
+        return _affine(values, self.loc_y, self.scale_y, column)
+
+
+def _affine(values: torch.Tensor, loc: np.ndarray, scale: np.ndarray, column: int | None):
+    if column is None:
+        k = values.shape[-1]
+        return values.double().numpy() * scale[:k] + loc[:k]
+    return values.double().numpy() * scale[column] + loc[column]
 
 
 MISSING_PIXEL = np.array([0.35, 0.5, 0.85])  # RGB of the pixels outside the context

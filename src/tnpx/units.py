@@ -1,6 +1,7 @@
 """Between a user's units and a model's: :class:`UnitMap`, one per-column affine map for the
 inputs and one for the outputs, shared by :func:`tnpx.predict` and the BoTorch adapter
-:class:`tnpx.bo.NPSurrogate`.
+:class:`tnpx.bo.NPSurrogate`; :func:`in_user_units` maps a whole predictive distribution
+(``tnpx.ContextStream``), where the others map its moments.
 
 - inputs: ``x_model = (x - loc) / scale`` takes a range ``[low, high]`` per input column (the
   context's range in ``predict``, the search box in BO) affinely onto the model's training
@@ -28,6 +29,9 @@ from typing import TypeVar
 
 import numpy as np
 import torch
+from torch.distributions import Distribution, Normal
+
+from .distributions import JointGaussian, LatentMixture
 
 # A std at or below this fraction of |mean| is rounding error: the column has no spread.
 REL_STD_FLOOR = 1e-10
@@ -128,3 +132,31 @@ class UnitMap:
     def variance_to_user(self, variance: Values) -> Values:
         """A predicted variance ``[..., dim_y]`` in the user's units."""
         return variance * _like(self.y.scale**2, variance)
+
+
+def in_user_units(pred: Distribution, y: Affine, dtype: torch.dtype) -> Distribution:
+    """``pred``, a prediction over outputs in the model's units, as the distribution of the
+    same outputs in the user's units (``y.to_user``: mean ``* scale + loc``, standard deviation
+    ``* scale``, covariance ``D Sigma D`` with ``D = diag(scale)``): the same kind of
+    distribution (``Normal``, :class:`~tnpx.distributions.LatentMixture`,
+    :class:`~tnpx.distributions.JointGaussian`), computed in float64 and returned in ``dtype``.
+    """
+
+    def scaled(values: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
+        return (values.double() * scale).to(dtype)
+
+    def mean(loc: torch.Tensor) -> torch.Tensor:
+        return y.to_user(loc.double()).to(dtype)
+
+    if isinstance(pred, LatentMixture):  # each component maps; the mixture weights do not
+        return LatentMixture(in_user_units(pred.component, y, dtype))
+    scale = torch.as_tensor(y.scale, dtype=torch.float64, device=pred.mean.device)  # [dim_y]
+    if isinstance(pred, Normal):
+        return Normal(mean(pred.loc), scaled(pred.scale, scale), validate_args=False)
+    if isinstance(pred, JointGaussian):
+        flat = scale.repeat(pred.loc.shape[-2])[:, None]  # [n_tgt * dim_y, 1]: target-major
+        if pred.scale_tril is not None:
+            return JointGaussian.cholesky(mean(pred.loc), scaled(pred.scale_tril, flat))
+        diag = scaled(pred.cov_diag, flat[:, 0].square())
+        return JointGaussian.low_rank(mean(pred.loc), scaled(pred.cov_factor, flat), diag)
+    raise TypeError(f"cannot map a {type(pred).__name__} prediction into the user's units")

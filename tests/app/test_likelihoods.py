@@ -9,7 +9,7 @@ from torch.testing import assert_close
 from conftest import ALL_MODELS, make_task, predict, small_model, supports
 from tnpx.distributions import JointGaussian, LatentMixture
 from tnpx.likelihoods import HeteroscedasticGaussian, HomoscedasticGaussian, build_likelihood
-from tnpx.models.base import REGISTRY, hyper_names
+from tnpx.models.registry import REGISTRY, hyper_names
 
 ATOL = 1e-5
 RTOL = 1e-4

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from test_grid import CONFIG, make_dataset  # the grid source's tiny NetCDF and config
+from small_grids import CONFIG, make_dataset  # the grid source's tiny NetCDF and config
 
 from tnpx.batch import Batch
 from tnpx.cli import main

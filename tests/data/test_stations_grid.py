@@ -19,6 +19,7 @@ from tnpx.config import load_config
 from tnpx.data import SPLITS, batch_at, build_sampler
 from tnpx.data.era5_regions import time_values
 from tnpx.data.stations import StationsSampler
+from tnpx.data.stations_grid import GridContext
 from tnpx.data.user_files import DataError
 from tnpx.training.loop import build_train_sampler, fit, validation_ll
 
@@ -237,6 +238,55 @@ def test_lazy_and_in_memory_reading_give_the_same_batches(nc, stations):
         a, b = batch_at(lazy, step, split="test"), batch_at(memory, step, split="test")
         torch.testing.assert_close(a.xc, b.xc, rtol=0, atol=0)
         torch.testing.assert_close(a.yc, b.yc, rtol=0, atol=0)
+
+
+def drawn_as_before(grid: GridContext, batch, split: str, g: torch.Generator):
+    """The grid cells' inputs ``[b, points, dim_x]`` and values ``[b, points, dim_y]`` (model
+    units) as ``points: N`` drew them before the lazy read: every cell of each task's field
+    read whole, then the same draw of cells gathered from it."""
+    steps = grid.steps[split][batch.info["task"].numpy()]
+    values = torch.from_numpy(grid.fields(steps))  # [b, n_cells, dim_y], every cell
+    x = torch.from_numpy(grid.cell_x).expand(len(steps), -1, -1)
+    pick = torch.rand(len(steps), N_CELLS, generator=g).argsort(1)[:, : grid.options.points]
+    x = x.gather(1, pick[..., None].expand(-1, -1, x.shape[-1]))
+    values = values.gather(1, pick[..., None].expand(-1, -1, grid.dim_y))
+    return x.float(), ((values - torch.from_numpy(grid.loc)) / torch.from_numpy(grid.scale)).float()
+
+
+@pytest.mark.parametrize("source", ["dataset", "lazy", "memory", "two files"])
+def test_points_read_only_the_drawn_cells_and_draw_the_batch_as_before(
+    tmp_path, grid, nc, stations, source
+):
+    from tnpx.data.base import task_generator
+    from tnpx.data.table import TableSampler
+
+    halves = [tmp_path / "a.nc", tmp_path / "b.nc"]  # two files joined along time
+    grid.isel(time=slice(0, 17)).to_netcdf(halves[0])
+    grid.isel(time=slice(17, None)).to_netcdf(halves[1])
+    files = list(map(str, halves))
+    path, load = {"dataset": (grid, "auto"), "lazy": (str(nc), "lazy"),
+                  "memory": (str(nc), "memory"), "two files": (files, "lazy")}[source]  # fmt: skip
+    sampler = sampler_of(stations, {"path": path, "y": ["t2m"], "load": load, "points": 7})
+    assert sampler.grid.data.lazy == (load == "lazy")
+
+    def no_block_read(*args):
+        raise AssertionError("a batch read a whole field")
+
+    sampler.grid.data.read = no_block_read  # a draw of cells reads those cells only
+    for split in SPLIT_NAMES:
+        g = task_generator(sampler.seed, split, 3, 0)
+        alone = TableSampler.sample(sampler, g, None, split)  # the stations' part of the batch
+        before = torch.Generator().set_state(g.get_state())
+        got = sampler.grid.extend(alone, split, g)
+        sampled = batch_at(sampler, 3, split=split)
+        for name in ("xc", "yc", "mask_yc", "xt", "yt"):
+            torch.testing.assert_close(getattr(got, name), getattr(sampled, name), rtol=0, atol=0)
+        del sampler.grid.data.read  # the old path reads whole fields
+        x, y = drawn_as_before(sampler.grid, alone, split, before)
+        sampler.grid.data.read = no_block_read
+        torch.testing.assert_close(got.xc[:, :7], x, rtol=0, atol=0)
+        torch.testing.assert_close(got.yc[:, :7, 1:], y, rtol=0, atol=0)
+        assert got.mask_yc[:, :7, 1].all() and not got.mask_yc[:, :7, 0].any()
 
 
 @pytest.mark.slow  # 200 training steps of two models: about 10 s

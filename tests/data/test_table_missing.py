@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from test_table import columns, curves, normalised, task_rows
+from table_curves import columns, curves, normalised, task_rows
 
 import tnpx
 from tnpx.batch import Batch, observed_mean, observed_score, output_means

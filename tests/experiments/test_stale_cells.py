@@ -5,6 +5,7 @@ of a preset whose options changed since is stale. Training and scoring are faked
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 from pathlib import Path
@@ -17,10 +18,10 @@ from experiments import te_ablation as ta
 from experiments.paper_tables import cells
 from table_fakes import fake_cell
 from tnpx.checkpoint import save
-from tnpx.config import load_config
+from tnpx.config import TrainConfig, config_to_yaml, load_config
 from tnpx.evaluation.protocol import Metrics
 from tnpx.models import build_model
-from tnpx.models.base import PRESETS
+from tnpx.models.registry import PRESETS
 
 # End to end through the lab's scripts or a subprocess: `make test-slow` (CI runs it).
 pytestmark = pytest.mark.slow
@@ -167,20 +168,48 @@ def test_the_ablation_reuses_its_own_cells_and_refuses_them_after_a_change(out, 
     assert len(reasons) == 2 and all("te-ablation-input-adjustment" in r for r in reasons)
 
 
+def cached_kr1_cell(tmp_path, model: str, cfg) -> Path:
+    """A cached KR-1 ``rbf`` cell of ``model`` under ``tmp_path`` that records the settings of
+    ``cfg``; its path."""
+    path = kt.cell_path(tmp_path, "kr1", "rbf", model)
+    path.parent.mkdir(parents=True)
+    cell = fake_cell("kr1", "rbf", model, 0.3)
+    cell.settings = kt.settings(cfg)
+    path.write_text(cell.to_json())
+    return path
+
+
 def test_a_cell_from_other_settings_is_refused(tmp_path):
     spec = kt.TABLES["kr1"]
     cfg = kt.cell_config(spec, "rbf", "cnp", False, tmp_path / "runs", [])
-    path = kt.cell_path(tmp_path, "kr1", "rbf", "cnp")
-    path.parent.mkdir(parents=True)
-    cell = fake_cell("kr1", "rbf", "cnp", 0.3)
-    cell.settings = kt.settings(cfg)
-    path.write_text(cell.to_json())
+    path = cached_kr1_cell(tmp_path, "cnp", cfg)
     assert kt.stale_reason(cfg, path) is None
     shorter = kt.cell_config(spec, "rbf", "cnp", False, tmp_path / "runs", ["train.steps=3"])
     assert "other settings" in kt.stale_reason(shorter, path)
     # where the run went does not change the numbers
     elsewhere = kt.cell_config(spec, "rbf", "cnp", False, tmp_path / "elsewhere", [])
     assert kt.stale_reason(elsewhere, path) is None
+
+
+def test_a_train_option_added_at_its_default_leaves_a_cached_cell_current(tmp_path):
+    """A TrainConfig field added after a cell was cached changes no cell's settings at its
+    default; away from its default the cell is stale. The keys cells always recorded stay in
+    the settings at their defaults (a seed is never left out)."""
+
+    @dataclasses.dataclass
+    class LaterTrainConfig(TrainConfig):
+        later_option: str = "plain"
+
+    spec = kt.TABLES["kr1"]
+    cfg = kt.cell_config(spec, "rbf", "cnp", False, tmp_path / "runs", [])
+    path = cached_kr1_cell(tmp_path, "cnp", cfg)
+    assert json.loads(path.read_text())["settings"]["train"]["seed"] == TrainConfig().seed
+    later = dataclasses.replace(cfg, train=LaterTrainConfig(**dataclasses.asdict(cfg.train)))
+    assert "later_option: plain" in config_to_yaml(later)  # it reaches the settings' source
+    assert kt.stale_reason(later, path) is None
+    later.train.later_option = "changed"
+    assert "other settings" in kt.stale_reason(later, path)
+    assert kt.settings(later)["train"]["later_option"] == "changed"
 
 
 def test_a_cell_of_the_old_budget_options_is_refused(tmp_path):
@@ -193,11 +222,7 @@ def test_a_cell_of_the_old_budget_options_is_refused(tmp_path):
     old = load_config(ROOT / "configs" / "kr1-rbf-tnpx-budget.yaml", ["model.name=tnp-d", run])
     assert old.model["dim_model"] == 64 and old.model["min_std"] == 1e-3
     assert old.data == cfg.data and old.train.steps == cfg.train.steps
-    path = kt.cell_path(tmp_path, "kr1", "rbf", "tnp-d")
-    path.parent.mkdir(parents=True)
-    cell = fake_cell("kr1", "rbf", "tnp-d", 0.3)
-    cell.settings = kt.settings(old)
-    path.write_text(cell.to_json())
+    path = cached_kr1_cell(tmp_path, "tnp-d", old)
     assert "other settings" in kt.stale_reason(cfg, path)
 
 
@@ -207,11 +232,7 @@ def test_a_changed_preset_makes_its_cells_and_runs_stale(tmp_path, monkeypatch):
     spec = kt.TABLES["kr1"]
     cfg = kt.cell_config(spec, "rbf", "cnp", False, tmp_path / "runs", [])
     assert kt.settings(cfg)["model"]["preset_options"] == kt.preset_options(cfg.model) != {}
-    path = kt.cell_path(tmp_path, "kr1", "rbf", "cnp")
-    path.parent.mkdir(parents=True)
-    cell = fake_cell("kr1", "rbf", "cnp", 0.3)
-    cell.settings = kt.settings(cfg)
-    path.write_text(cell.to_json())
+    path = cached_kr1_cell(tmp_path, "cnp", cfg)
     run = Path(cfg.train.out_dir)
     run.mkdir(parents=True)
     save(build_model("cnp", 1, 1, **cfg.model_options()), run / "model.pt")

@@ -10,7 +10,8 @@ import torch
 from torch.testing import assert_close
 
 from conftest import make_task, small_model
-from tnpx.models.base import REGISTRY, NeuralProcess
+from tnpx.models.base import NeuralProcess
+from tnpx.models.registry import REGISTRY
 
 ATOL, RTOL = 1e-5, 1e-4
 

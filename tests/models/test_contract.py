@@ -23,7 +23,7 @@ import tnpx
 from conftest import ALL_MODELS, make_task, predict, small_model
 from contract_checks import ATOL, RTOL, assert_same_prediction
 from tnpx.batch import Batch
-from tnpx.models.base import REGISTRY, hyper_names
+from tnpx.models.registry import REGISTRY, hyper_names
 
 # --- registry ---------------------------------------------------------------------------
 

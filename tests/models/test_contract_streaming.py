@@ -12,7 +12,7 @@ from torch.testing import assert_close
 
 from conftest import make_task, small_model
 from contract_checks import ATOL, RTOL, assert_same_prediction
-from tnpx.models.base import REGISTRY
+from tnpx.models.registry import REGISTRY
 
 # --- streamed prediction (from tests/test_streaming.py) ---------------------------------
 

@@ -32,7 +32,7 @@ from reference_ops import (
 )
 from reference_ops import count_parameters as count
 from tnpx.likelihoods import HeteroscedasticGaussian
-from tnpx.models.base import PRESETS
+from tnpx.models.registry import PRESETS
 
 TINY = dict(dim_model=8, n_layers=2, n_heads=2, dim_head=4, dim_ff=12)
 

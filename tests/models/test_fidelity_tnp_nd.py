@@ -31,7 +31,7 @@ from reference_ops import (
 )
 from reference_ops import count_parameters as count
 from tnpx.batch import Batch
-from tnpx.models.base import PRESETS
+from tnpx.models.registry import PRESETS
 
 TINY = dict(
     dim_model=8, n_layers=2, n_heads=2, dim_ff=12, dim_decoder_hidden=12, dim_cov_hidden=12,

@@ -15,8 +15,8 @@ import tnpx
 from conftest import ALL_MODELS, make_task, predict, small_model
 from tnpx.batch import Batch
 from tnpx.distributions import LatentMixture
-from tnpx.models.base import REGISTRY
 from tnpx.models.bootstrap import canonical_order, resample_indices, take
+from tnpx.models.registry import REGISTRY
 
 # Every model whose prediction is a mixture over random draws (latent or bootstrap).
 MIXTURE_MODELS = [n for n in ALL_MODELS if REGISTRY[n].stochastic and REGISTRY[n].predicts_jointly]

@@ -16,7 +16,7 @@ from conftest import ALL_MODELS, make_task, small_model
 from tnpx.batch import Batch
 from tnpx.cli import main
 from tnpx.config import load_config
-from tnpx.models.base import REGISTRY, missing_outputs_models
+from tnpx.models.registry import REGISTRY, missing_outputs_models
 from tnpx.nn import TokenEmbedder
 from tnpx.training.loop import build_train_sampler, fit, validation_ll
 from user_tables import CONFIG

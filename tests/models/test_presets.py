@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import tnpx
-from tnpx.models.base import PRESETS, REGISTRY, resolve_hyper
+from tnpx.models.registry import PRESETS, REGISTRY, resolve_hyper
 
 MODELS = Path(tnpx.models.__file__).parent
 PRESET_DIR = MODELS / "presets"
@@ -60,7 +60,7 @@ def test_each_preset_is_registered_once_by_the_module_of_its_source():
 
 
 def test_preset_modules_import_no_model_module():
-    allowed = {"..base"} | {f".{p.stem}" for p in PRESET_DIR.glob("*.py")} | {"."}
+    allowed = {"..registry"} | {f".{p.stem}" for p in PRESET_DIR.glob("*.py")} | {"."}
     imports = {p.name: _imported_modules(p) - allowed for p in PRESET_DIR.glob("*.py")}
     assert {name: found for name, found in imports.items() if found} == {}
 

@@ -9,7 +9,7 @@ import torch
 
 import tnpx
 from conftest import small_model
-from tnpx.models.base import REGISTRY, hyper_names
+from tnpx.models.registry import REGISTRY, hyper_names
 from tnpx.models.transformer import TransformerHyper, TransformerNP
 from tnpx.nn import TokenEmbedder
 

@@ -62,7 +62,7 @@ def context_values(
 
 
 def _refusal(net: NeuralProcess) -> str:
-    from ..models.base import missing_outputs_refusal
+    from ..models.registry import missing_outputs_refusal
 
     return missing_outputs_refusal(net)
 

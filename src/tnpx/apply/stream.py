@@ -37,13 +37,12 @@ names the task, target and output that is not).
 from __future__ import annotations
 
 import torch
-from torch.distributions import Distribution, Normal
+from torch.distributions import Distribution
 
 from ..data.user_files import DataError
-from ..distributions import JointGaussian, LatentMixture
 from ..models.base import ContextEncoding, NeuralProcess
 from ..nn.causal import join_masks
-from ..units import Affine, UnitMap
+from ..units import Affine, UnitMap, in_user_units
 
 SCALINGS = ("auto", "stored", "none")  # ContextStream's scaling
 
@@ -203,34 +202,6 @@ def _resolve(model, scaling: str) -> tuple[NeuralProcess, UnitMap | None]:
         )
     use = resolved.stored is not None and scaling != "none"
     return resolved.net, resolved.stored[0] if use else None
-
-
-def in_user_units(pred: Distribution, y: Affine, dtype: torch.dtype) -> Distribution:
-    """``pred``, a prediction over outputs in the model's units, as the distribution of the
-    same outputs in the user's units (``y.to_user``: mean ``* scale + loc``, standard deviation
-    ``* scale``, covariance ``D Sigma D`` with ``D = diag(scale)``): the same kind of
-    distribution (``Normal``, :class:`~tnpx.distributions.LatentMixture`,
-    :class:`~tnpx.distributions.JointGaussian`), computed in float64 and returned in ``dtype``.
-    """
-
-    def scaled(values: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
-        return (values.double() * scale).to(dtype)
-
-    def mean(loc: torch.Tensor) -> torch.Tensor:
-        return y.to_user(loc.double()).to(dtype)
-
-    if isinstance(pred, LatentMixture):  # each component maps; the mixture weights do not
-        return LatentMixture(in_user_units(pred.component, y, dtype))
-    scale = torch.as_tensor(y.scale, dtype=torch.float64, device=pred.mean.device)  # [dim_y]
-    if isinstance(pred, Normal):
-        return Normal(mean(pred.loc), scaled(pred.scale, scale), validate_args=False)
-    if isinstance(pred, JointGaussian):
-        flat = scale.repeat(pred.loc.shape[-2])[:, None]  # [n_tgt * dim_y, 1]: target-major
-        if pred.scale_tril is not None:
-            return JointGaussian.cholesky(mean(pred.loc), scaled(pred.scale_tril, flat))
-        diag = scaled(pred.cov_diag, flat[:, 0].square())
-        return JointGaussian.low_rank(mean(pred.loc), scaled(pred.cov_factor, flat), diag)
-    raise TypeError(f"cannot map a {type(pred).__name__} prediction into the user's units")
 
 
 def check_finite(pred: Distribution, xt: torch.Tensor) -> None:

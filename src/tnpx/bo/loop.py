@@ -16,7 +16,8 @@ import torch
 
 from ..apply.stream import ContextStream
 from ..input_checks import check_option
-from ..models.base import NeuralProcess, build_model
+from ..models.base import NeuralProcess
+from ..models.registry import build_model
 from .acquisition import make_acquisition
 from .surrogate import NPSurrogate
 

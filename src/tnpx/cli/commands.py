@@ -158,8 +158,8 @@ def _plot(args) -> int:
     sampler = build_test_sampler(cfg, **_data_overrides(args.data))
     out = Path(args.out) if args.out else stem.with_suffix(".png")
     source = cfg.data["name"]
-    if source in ("image", "grid") and args.samples:
-        drawn = "images" if source == "image" else "grid maps"
+    if source in ("image", "grid", "stations") and args.samples:
+        drawn = {"image": "images", "grid": "grid maps", "stations": "station maps"}[source]
         raise SystemExit(f"tnpx plot: --samples draws 1D function samples, not {drawn}")
     if source == "image":  # context, mean, std and the image, side by side
         plot_image_tasks(model, sampler, out, n_tasks=args.n_tasks)
@@ -167,11 +167,15 @@ def _plot(args) -> int:
         from ..plot_grid import plot_grid_tasks
 
         plot_grid_tasks(model, sampler, out, n_tasks=args.n_tasks)
+    elif source == "stations":  # context stations, then targets by mean, std and truth
+        from ..plot_stations import plot_stations_tasks
+
+        plot_stations_tasks(model, sampler, out, n_tasks=args.n_tasks)
     elif sampler.dim_x != 1 or sampler.dim_y != 1:
         raise ValueError(
             f"no plot for the {source!r} source with dim_x={sampler.dim_x}, "
-            f"dim_y={sampler.dim_y}; tnpx plot draws 1D sources (dim_x = dim_y = 1), image "
-            "and grid"
+            f"dim_y={sampler.dim_y}; tnpx plot draws 1D sources (dim_x = dim_y = 1), "
+            "stations, image and grid"
         )
     else:
         plot_1d_tasks(
@@ -277,7 +281,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", help="JSON output (default: CHECKPOINT.eval.json)")
     p.set_defaults(func=_eval)
 
-    p = sub.add_parser("plot", help="plot a model's predictions on test tasks (1D, image, grid)")
+    p = sub.add_parser(
+        "plot", help="plot a model's predictions on test tasks (1D, image, grid, stations)"
+    )
     p.add_argument("checkpoint", help="checkpoint path or a pretrained model's name")
     p.add_argument("--config", help="experiment config (default: the one in the checkpoint)")
     p.add_argument("--data", nargs="*", default=[], help="test-data overrides, e.g. shift=0.4")

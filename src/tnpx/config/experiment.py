@@ -307,7 +307,7 @@ def _drop_foreign_model_keys(base, cli) -> None:
 def _drop_model_keys_not_taken_by(cfg, model_name: str) -> list[str]:
     """Delete from ``cfg.model`` the options ``model_name`` does not take; return their names.
     An unknown model name is left for :func:`check_components` to report."""
-    from ..models.base import REGISTRY, options_taken
+    from ..models.registry import REGISTRY, options_taken
 
     if not isinstance(model_name, str) or model_name not in REGISTRY:
         return []

@@ -49,8 +49,10 @@ import torch
 
 from ..batch import Batch
 from .stations_grid import GridContext, station_side
-from .table import TableConfig, TableSampler, TaskDraws, _read, _require
+from .table import TableSampler
 from .table_checks import _as_list
+from .table_config import TableConfig, TaskDraws
+from .table_reading import _read, _require
 from .table_times import is_dates, parse_times
 from .user_files import DataError, Table
 

@@ -19,8 +19,9 @@ transformer NPs; training says so otherwise).
 - Space: ``dims`` names the grid's dims that are the stations' ``coords``, in the same order
   (default: the coords' names); a cell's inputs are its coordinates mapped with the stations'
   normalisation. ``select`` cuts the grid to a region (and period); ``points: N`` draws N of
-  its cells at random for each task, afresh every batch (default: every cell). Any other dim
-  must hold one point (``select`` one level).
+  its cells at random for each task, afresh every batch, and reads only those
+  (:mod:`tnpx.data.grid_cells`; default: every cell). Any other dim must hold one point
+  (``select`` one level).
 - Normalisation: each grid variable by the mean and std of its values (NaN left out) at the
   grid time steps the training tasks use, each cell once per step; stored with the stations'
   in one map (y columns: the stations' outputs, then the grid's variables).
@@ -43,6 +44,7 @@ import torch
 from ..batch import Batch
 from ..input_checks import check_option
 from .era5_regions import time_values
+from .grid_cells import cell_coords, read_cells
 from .grid_files import GridData, open_grid
 from .table_checks import _as_list
 from .user_files import DataError
@@ -92,7 +94,8 @@ class GridOptions:
 class StationSide:
     """What the grid joins: the stations' ``coords``, outputs ``y`` and time column ``time``;
     each split's task keys (``keys[split]``, in ``info["task"]`` order); the inputs' map
-    ``x_map`` (``normalisation["x"]``); and each coordinate's ``extent`` ``(low, high)``."""
+    ``x_map`` (``normalisation["x"]``); each coordinate's ``extent`` ``(low, high)`` (none at
+    predict time)."""
 
     coords: list
     y: list
@@ -146,8 +149,7 @@ class GridContext:
         if o.load == "memory" or (o.load == "auto" and data.nbytes <= o.memory_limit_mb * 2**20):
             data.load()
         self.loc, self.scale = self._fit(self.steps["train"], stations.normalise)
-        mesh = np.meshgrid(*[data.coords[d] for d in self.dims], indexing="ij")
-        cells = np.stack([m.ravel() for m in mesh], -1)  # [n_cells, n_coords], coords' order
+        cells = cell_coords(data, self.dims)  # [n_cells, n_coords], the coords' order
         n = len(stations.coords)
         loc, scale = (np.asarray(stations.x_map[k], np.float64) for k in ("loc", "scale"))
         self._x_loc, self._x_scale = loc, scale
@@ -177,7 +179,6 @@ class GridContext:
         ``[batch]``: the grid time each task read (float64, as :attr:`times`)."""
         tasks = batch.info["task"].numpy()
         steps = self.steps[split][tasks]
-        values = torch.from_numpy(self.fields(steps))  # [b, n_cells, dim_y]
         x = torch.from_numpy(self.cell_x).expand(len(tasks), -1, -1)
         n_cells = x.shape[1]
         if self.stations.time_as_input:  # the cell's time since the task's (window's) start
@@ -186,10 +187,15 @@ class GridContext:
             column = torch.from_numpy(offset)[:, None, None].expand(-1, n_cells, 1)
             x = torch.cat([x, column], -1)
         points = self.options.points
-        if points is not None and points < n_cells:
+        if points is not None and points < n_cells:  # only the drawn cells are read
             pick = torch.rand(len(tasks), n_cells, generator=g).argsort(1)[:, :points]
             x = x.gather(1, pick[..., None].expand(-1, -1, x.shape[-1]))
-            values = values.gather(1, pick[..., None].expand(-1, -1, self.dim_y))
+            dim = self.options.time
+            cells = [read_cells(self.data, dim, self.dims, int(t), c)
+                     for t, c in zip(steps, pick.numpy())]  # fmt: skip
+            values = torch.from_numpy(np.stack(cells))  # [b, points, dim_y]
+        else:
+            values = torch.from_numpy(self.fields(steps))  # [b, n_cells, dim_y]
         observed = values.isfinite()
         loc, scale = torch.from_numpy(self.loc), torch.from_numpy(self.scale)
         values = torch.where(observed, (values - loc) / scale, 0.0)
@@ -198,13 +204,7 @@ class GridContext:
 
     def _field(self, t: int) -> np.ndarray:
         """``[n_cells, dim_y]`` float64: every variable at time step ``t``."""
-        data, time = self.data, self.options.time
-        starts = [t if d == time else 0 for d in data.dims]
-        lengths = [1 if d == time else n for d, n in zip(data.dims, data.sizes)]
-        block = data.read(starts, lengths)  # [dim_y, *lengths]
-        space = [1 + data.dims.index(d) for d in self.dims]
-        rest = [1 + i for i, d in enumerate(data.dims) if d not in self.dims]  # one point each
-        return block.transpose(0, *space, *rest).reshape(self.dim_y, -1).T.astype(np.float64)
+        return read_cells(self.data, self.options.time, self.dims, t)
 
     def _fit(self, steps: np.ndarray, normalise: bool) -> tuple[np.ndarray, np.ndarray]:
         """``loc`` and ``scale`` ``[dim_y]``: the mean and std of the present values at the time
@@ -254,6 +254,8 @@ def _space_dims(data: GridData, o: GridOptions, stations: StationSide) -> list[s
                 f"select one (grid.select: {{{dim}: [VALUE, VALUE]}})"
             )
     for dim, col in zip(dims, coords):
+        if col not in stations.extent:  # at predict time: no stations' extent to check
+            continue
         low, high = stations.extent[col]
         grid = data.coords[dim]
         if high < grid.min() or low > grid.max():

@@ -13,7 +13,7 @@ from .table_splits import SPLIT_BY
 from .user_files import DataError, Table, column_names
 
 if TYPE_CHECKING:
-    from .table import TableConfig
+    from .table_config import TableConfig
 
 
 # -- options -----------------------------------------------------------------------------------

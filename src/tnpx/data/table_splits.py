@@ -29,7 +29,7 @@ from .table_times import parse_times, time_order
 from .user_files import DataError, Table, column_names
 
 if TYPE_CHECKING:
-    from .table import TableConfig
+    from .table_config import TableConfig
 
 SPLIT_BY = ("task", "time", "region")
 TRAIN, VAL, TEST = SPLITS["train"], SPLITS["val"], SPLITS["test"]

@@ -20,6 +20,7 @@ from . import (  # noqa: F401  (registration side effects)
     tnp_kr,
     tnp_nd,
 )
-from .base import PRESETS, REGISTRY, NeuralProcess, build_model, list_models, register
+from .base import NeuralProcess
+from .registry import PRESETS, REGISTRY, build_model, list_models, register
 
 __all__ = ["PRESETS", "REGISTRY", "NeuralProcess", "build_model", "list_models", "register"]

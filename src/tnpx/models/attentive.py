@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import torch
 
 from ..nn import MLP, LatentEncoder
-from .base import NeuralProcess, likelihood_head, register
+from .base import NeuralProcess, likelihood_head
 from .cnp_family import (
     CANPHyper,
     LatentNP,
@@ -30,6 +30,7 @@ from .cnp_family import (
     attentive_pooling,
     deterministic_width,
 )
+from .registry import register
 
 
 @register("canp")

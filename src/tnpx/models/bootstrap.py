@@ -42,7 +42,7 @@ from torch.distributions import Normal
 
 from ..distributions import LatentMixture
 from ..nn import MLP, check_option, masked_mean
-from .base import likelihood_head, register
+from .base import likelihood_head
 from .cnp_family import (
     CANPHyper,
     CNPHyper,
@@ -52,6 +52,7 @@ from .cnp_family import (
     pooling_encoder,
     seeded_generator,
 )
+from .registry import register
 
 
 def take(t: torch.Tensor, index: torch.Tensor) -> torch.Tensor:

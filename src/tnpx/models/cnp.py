@@ -5,8 +5,9 @@ from __future__ import annotations
 import torch
 
 from ..nn import MLP
-from .base import NeuralProcess, likelihood_head, register
+from .base import NeuralProcess, likelihood_head
 from .cnp_family import CNPHyper, deterministic_width, pooling_encoder
+from .registry import register
 
 
 @register("cnp")

@@ -77,7 +77,8 @@ from ..nn import (
     grid_box,
     map_target_chunks,
 )
-from .base import HeadHyper, NeuralProcess, RawContext, likelihood_head, register
+from .base import HeadHyper, NeuralProcess, RawContext, likelihood_head
+from .registry import register
 from .sizes import zero_allowed
 
 GRIDS = ("context", "union", "fixed")

@@ -15,7 +15,8 @@ from torch.distributions import Normal
 from ..batch import Batch
 from ..input_checks import validate_inputs
 from ..kernels import KERNELS, canonical_kernel, kernel_matrix_mixed
-from .base import NeuralProcess, register
+from .base import NeuralProcess
+from .registry import register
 
 
 @dataclass

@@ -41,7 +41,8 @@ import torch
 from torch.distributions import Normal
 
 from ..extras import require
-from .base import NeuralProcess, register
+from .base import NeuralProcess
+from .registry import register
 
 if TYPE_CHECKING:  # pragma: no cover
     from .gp_fit_gpytorch import _BatchGP

@@ -40,7 +40,8 @@ import torch
 from torch.distributions import Normal
 
 from ..nn import BufferCache, BufferTokens, CausalStack, ContextCache
-from .base import ContextEncoding, register
+from .base import ContextEncoding
+from .registry import register
 from .transformer import TransformerHyper, TransformerNP
 
 

@@ -9,8 +9,9 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from ..nn import DeepSetEncoder, LatentEncoder
-from .base import HeadHyper, register
+from .base import HeadHyper
 from .cnp_family import LatentNP, LatentOptions
+from .registry import register
 from .sizes import zero_allowed
 
 

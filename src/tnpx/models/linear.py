@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from ..nn import HyperMixing, LinearAttention
-from .base import register
+from .registry import register
 from .transformer import TransformerHyper, TransformerNP
 
 

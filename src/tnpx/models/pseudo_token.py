@@ -42,7 +42,8 @@ from ..nn import (
     softmax_block,
     zero_where_no_key,
 )
-from .base import NeuralProcess, likelihood_head, register
+from .base import NeuralProcess, likelihood_head
+from .registry import register
 from .rotary_options import rotary_attention
 from .transformer import TransformerSizes, te_attention
 

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 import torch
 
 from ..nn import MLP, map_target_chunks, masked_mean
-from .base import HeadHyper, NeuralProcess, likelihood_head, register
+from .base import HeadHyper, NeuralProcess, likelihood_head
+from .registry import register
 
 
 @dataclass

@@ -21,7 +21,8 @@ from dataclasses import dataclass
 import torch
 from torch.distributions import Normal
 
-from .base import NeuralProcess, register
+from .base import NeuralProcess
+from .registry import register
 
 
 @dataclass

@@ -31,7 +31,7 @@ ZERO_ALLOWED = frozenset(
 OTHER_SIZES = frozenset({"chunk_elements", "kernel_size", "rank", "grid_points"})
 
 # Small sizes for models built in milliseconds (the test suite's; benchmarks/input_bound.py's
-# "small" row): pass ``options_taken(name, SMALL_SIZES)`` (tnpx.models.base), which keeps the
+# "small" row): pass ``options_taken(name, SMALL_SIZES)`` (tnpx.models.registry), which keeps the
 # options a model has. For smoke runs, not for models to use.
 SMALL_SIZES = {
     "dim_model": 32,

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from ..nn import RotaryAttention, TEMultiHeadAttention, check_option
-from .base import register
+from .registry import register
 from .rotary_options import rotary_attention
 from .transformer import TransformerHyper, TransformerNP, te_attention
 

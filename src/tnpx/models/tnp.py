@@ -27,7 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..nn import MultiHeadAttention
-from .base import register
+from .registry import register
 from .transformer import XY_TOKENS, TransformerHyper, TransformerNP
 
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from ..nn import PerformerAttention
-from .base import register
+from .registry import register
 from .transformer import TransformerHyper, TransformerNP
 
 

@@ -49,7 +49,7 @@ from torch import nn
 from ..batch import Batch
 from ..distributions import JointGaussian
 from ..nn import MLP, check_option, softmax_block
-from .base import register
+from .registry import register
 from .transformer import XY_TOKENS, TransformerHyper, TransformerNP
 
 COVARIANCES = ("cholesky", "lowrank")

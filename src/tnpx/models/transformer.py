@@ -50,7 +50,8 @@ from ..nn import (
     TwoStreamStack,
     check_option,
 )
-from .base import HeadHyper, NeuralProcess, hyper_names, likelihood_head, missing_outputs_models
+from .base import HeadHyper, NeuralProcess, likelihood_head
+from .registry import hyper_names, missing_outputs_models
 
 NORMS = ("pre", "post")
 XY_TOKENS = tuple(k for k in TOKEN_KINDS if k != "y-only")  # tokens that read x and y

@@ -7,13 +7,13 @@ checkpoint ends with exactly the weights of an uninterrupted run.
 Run directory (``train.out_dir``): ``config.yaml``, ``metrics.csv``, ``tensorboard/``,
 ``checkpoints/last.pt`` (training state, written atomically every ``checkpoint_every``
 steps and on SIGTERM/SIGINT) and ``model.pt`` (final weights). Reading and writing the
-checkpoint and the metrics log is :mod:`tnpx.training.state`; this module is the loop.
+checkpoint and the metrics log is :mod:`tnpx.training.state`, setting a run up (device,
+sampler, checks, fine-tuning's weights) :mod:`tnpx.training.setup`; this module is the loop.
 """
 
 from __future__ import annotations
 
 import os
-import signal
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,16 +21,24 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
-from ..checkpoint import load, save, state_mismatch
+from ..checkpoint import load, save
 from ..config import ExperimentConfig, config_to_yaml
-from ..data import TaskSampler, batch_at, build_sampler
+from ..data import TaskSampler, batch_at
 from ..models import NeuralProcess, build_model
-from ..models.base import missing_outputs_refusal
 from ..weight_init import initialise
 from .batches import BatchStream
 from .best import BestSoFar
 from .guard import TrainingDiverged, all_finite, what_diverged
 from .optim import build_optimizer, build_schedule, clip_gradients, parameter_groups
+from .setup import (
+    StopFlag,
+    build_train_sampler,
+    check_data_dims,
+    check_missing_outputs,
+    distributed,
+    initialise_from,
+    resolve_device,
+)
 from .state import (  # noqa: F401 (experiment_of: importable from here, as before)
     MetricLog,
     experiment_of,
@@ -53,29 +61,6 @@ class TrainResult:
     train_seconds: float  # wall time of the training steps, summed over resumed runs
 
 
-def resolve_device(name: str) -> torch.device:
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if name == "cuda" and not torch.cuda.is_available():
-        raise ValueError("train.device=cuda but no CUDA device is available")
-    return torch.device(name)
-
-
-def build_train_sampler(cfg: ExperimentConfig) -> TaskSampler:
-    return build_sampler(
-        cfg.data["name"], cfg.data.get("batch_size", 16), cfg.train.seed, **cfg.data_options()
-    )
-
-
-def _distributed() -> tuple[int, int]:
-    """(rank, world size); initialises the process group under ``torchrun``."""
-    world = int(os.environ.get("WORLD_SIZE", "1"))
-    if world > 1 and not dist.is_initialized():
-        backend = "nccl" if torch.cuda.is_available() else "gloo"
-        dist.init_process_group(backend)
-    return (dist.get_rank(), world) if world > 1 else (0, 1)
-
-
 class _Objective(torch.nn.Module):
     """``model.training_loss(batch)`` as a module's forward, so that DDP (which hooks the
     forward of the module it wraps) sees the whole loss computation."""
@@ -86,29 +71,6 @@ class _Objective(torch.nn.Module):
 
     def forward(self, batch) -> torch.Tensor:
         return self.model.training_loss(batch)
-
-
-class _StopFlag:
-    """Turns SIGTERM/SIGINT into a request to checkpoint and stop at the end of the step."""
-
-    def __init__(self):
-        self.requested = False
-        self._old = {}
-
-    def __enter__(self):
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            try:
-                self._old[sig] = signal.signal(sig, self._handle)
-            except ValueError:  # not the main thread
-                pass
-        return self
-
-    def _handle(self, signum, frame):
-        self.requested = True
-
-    def __exit__(self, *exc):
-        for sig, old in self._old.items():
-            signal.signal(sig, old)
 
 
 @torch.no_grad()
@@ -123,58 +85,6 @@ def validation_ll(
     ]
     model.train(was_training)
     return torch.cat(lls).mean().item()
-
-
-def check_data_dims(cfg: ExperimentConfig, sampler: TaskSampler) -> None:
-    """The model section's ``dim_x``/``dim_y`` must match the data's inputs and outputs.
-
-    Raises:
-        ValueError: they differ (one line naming both and the keys to set).
-    """
-    want = (cfg.model.get("dim_x", 1), cfg.model.get("dim_y", 1))
-    got = (getattr(sampler, "dim_x", want[0]), getattr(sampler, "dim_y", want[1]))
-    if got != want:
-        raise ValueError(
-            f"data {cfg.data['name']!r} has {got[0]} input(s) and {got[1]} output(s) but the "
-            f"model section says dim_x={want[0]}, dim_y={want[1]}: set model.dim_x={got[0]} "
-            f"model.dim_y={got[1]}"
-        )
-
-
-def check_missing_outputs(
-    cfg: ExperimentConfig, sampler: TaskSampler, model: NeuralProcess
-) -> None:
-    """Data with missing output values (a sampler's ``missing_outputs``, e.g. a table with
-    gaps) needs a model that reads them.
-
-    Raises:
-        ValueError: the model does not (one line: the option to set, or the models that can).
-    """
-    if getattr(sampler, "missing_outputs", False) and not model.reads_missing_outputs:
-        why = missing_outputs_refusal(model)
-        raise ValueError(f"data {cfg.data['name']!r} has missing output values and {why}")
-
-
-def initialise_from(model: NeuralProcess, source: str) -> None:
-    """Copy the weights of checkpoint ``source`` (a path or a pretrained model's name) into
-    ``model``, which must have the same architecture (fine-tuning, ``train.init_from``).
-
-    Raises:
-        ValueError: the checkpoint holds another model, or one of another size (one line).
-    """
-    from ..zoo import checkpoint_file
-
-    path = checkpoint_file(source)
-    donor = load(path)
-    if type(donor) is not type(model):
-        raise ValueError(
-            f"train.init_from={source}: the checkpoint holds a {type(donor).__name__}, "
-            f"the config builds a {type(model).__name__}"
-        )
-    mismatch = state_mismatch(donor.state_dict(), model.state_dict())
-    if mismatch:
-        raise ValueError(f"train.init_from={source}: {mismatch} (set the model section to match)")
-    model.load_state_dict(donor.state_dict())
 
 
 def _kept(ckpt_path: Path) -> str:
@@ -210,7 +120,7 @@ def fit(
     # set up also ends in a checkpoint and a clean exit, not a killed process.
     if max_seconds is not None and max_seconds <= 0:
         raise ValueError(f"max_seconds must be > 0, got {max_seconds}")
-    with _StopFlag() as stop:
+    with StopFlag() as stop:
         return _fit(cfg, resume, sampler, stop_at, stop, max_seconds)
 
 
@@ -219,10 +129,10 @@ def _fit(
     resume: bool,
     sampler: TaskSampler | None,
     stop_at: int | None,
-    stop: _StopFlag,
+    stop: StopFlag,
     max_seconds: float | None = None,
 ) -> TrainResult:
-    rank, world = _distributed()
+    rank, world = distributed()
     device = resolve_device(cfg.train.device)
     if device.type == "cuda" and world > 1:
         device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0)))
@@ -288,17 +198,7 @@ def _fit(
             )
 
     log = MetricLog(out_dir, main, start)
-    bar = None
-    if main and cfg.train.progress:
-        from tqdm.auto import tqdm
-
-        bar = tqdm(
-            total=cfg.train.steps,
-            initial=start,
-            desc=f"train {cfg.model['name']}",
-            dynamic_ncols=True,
-            mininterval=0.5,
-        )
+    bar = _progress_bar(cfg, start) if main and cfg.train.progress else None
     model.train()
     with BatchStream(sampler, rank, cfg.train.prefetch) as batches:
         loss_value, stopped, step = float("nan"), False, start
@@ -383,20 +283,47 @@ def _fit(
     if not stopped:
         checkpoint(steps_done)
         if main:
-            # The totals too, so a finished run's folder needs no checkpoints/last.pt.
-            trained = {"steps": steps_done, "seconds": elapsed()}
-            if best.enabled and (out_dir / "best.pt").exists():
-                model.load_state_dict(load(out_dir / "best.pt").state_dict())
-                trained |= {"best_step": best.best_step, "best_val_ll": best.best_ll,
-                            "early_stopped": best.stopped}  # fmt: skip
-            extra = {"experiment": config_to_yaml(cfg), "trained": trained}
-            normalisation = getattr(sampler, "normalisation", None)
-            if normalisation is not None:  # a user's data: predict maps with it (checkpoint.py)
-                extra["normalisation"] = normalisation
-            save(model, out_dir / "model.pt", **extra)
+            _save_final_model(model, out_dir, cfg, sampler, best, steps_done, elapsed())
     if world > 1:
         dist.barrier()
     return TrainResult(model, out_dir, steps_done, loss_value, stopped, elapsed())
+
+
+def _progress_bar(cfg: ExperimentConfig, start: int):
+    """A tqdm bar over the run's steps, starting at ``start``."""
+    from tqdm.auto import tqdm
+
+    return tqdm(
+        total=cfg.train.steps,
+        initial=start,
+        desc=f"train {cfg.model['name']}",
+        dynamic_ncols=True,
+        mininterval=0.5,
+    )
+
+
+def _save_final_model(
+    model: NeuralProcess,
+    out_dir: Path,
+    cfg: ExperimentConfig,
+    sampler: TaskSampler,
+    best: BestSoFar,
+    steps_done: int,
+    seconds: float,
+) -> None:
+    """``<out_dir>/model.pt`` of a finished run: the last step's weights, or the best
+    validated ones under ``keep_best``, with the experiment and the training totals."""
+    # The totals too, so a finished run's folder needs no checkpoints/last.pt.
+    trained = {"steps": steps_done, "seconds": seconds}
+    if best.enabled and (out_dir / "best.pt").exists():
+        model.load_state_dict(load(out_dir / "best.pt").state_dict())
+        trained |= {"best_step": best.best_step, "best_val_ll": best.best_ll,
+                    "early_stopped": best.stopped}  # fmt: skip
+    extra = {"experiment": config_to_yaml(cfg), "trained": trained}
+    normalisation = getattr(sampler, "normalisation", None)
+    if normalisation is not None:  # a user's data: predict maps with it (checkpoint.py)
+        extra["normalisation"] = normalisation
+    save(model, out_dir / "model.pt", **extra)
 
 
 def train_or_load(cfg: ExperimentConfig) -> tuple[NeuralProcess, float | None]:

@@ -5,7 +5,7 @@ code"). Registers presets only."""
 
 from __future__ import annotations
 
-from ..base import register_preset
+from ..registry import register_preset
 
 # juho-lee/bnp @ 4cf4b92b38b3ac2aa4bfbbd81de596c9bf7e9645 = tung-nd/TNP-pytorch @ 73df9225,
 # regression/models/cnp.py, modules.py (PoolingEncoder, Decoder), configs/gp/cnp.yaml: two

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 
-from ..base import register_preset
+from ..registry import register_preset
 from .tnpd_code import TNPD_CODE
 
 # MLGlobalHealth/dl4bi @ 0205a5ca7871bc523512c0b007c47e36ca8a567c (the TNP-KR paper's code),

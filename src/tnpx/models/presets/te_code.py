@@ -15,7 +15,7 @@ without bias (``tnp/networks/attention.py``, ``tetnp/networks/teattention.py``).
 
 from __future__ import annotations
 
-from ..base import register_preset
+from ..registry import register_preset
 
 # Sizes of the configs' params (pseudo-token configs add num_latents: 32).
 TE_CODE_SIZES = dict(

@@ -3,7 +3,7 @@ Registers presets only."""
 
 from __future__ import annotations
 
-from ..base import register_preset
+from ..registry import register_preset
 
 # TE Table 7 ablation: no input adjustment (psi = 1/N in Eq. 11, no Eq. 10 updates).
 register_preset("te-pt-tnp", "no-input-adjustment", location_update=False, pseudo_init="mean")

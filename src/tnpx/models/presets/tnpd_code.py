@@ -4,7 +4,7 @@ and TNP-ND). Registers presets only."""
 
 from __future__ import annotations
 
-from ..base import register_preset
+from ..registry import register_preset
 
 # tung-nd/TNP-pytorch @ 73df9225ab584b6148645851d82f96df518da78a, regression/models/tnp.py and
 # tnpd.py with regression/configs/gp/tnpd.yaml: nn.TransformerEncoderLayer (post-norm, ReLU,
