@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from experiments.pretrained_bayes import shortfalls
+from experiments.bayes_report import shortfalls
 from experiments.pretrained_eval import KERNELS, ROOT, composite_score, experiment
 from experiments.pretrained_real_report import GP
 from experiments.pretrained_ship import TARGET_GAP, V2, _relative, real_series_summary, shipped_run

@@ -10,6 +10,7 @@ import json
 import pytest
 import torch
 
+from experiments import bayes_cache
 from experiments import pretrained_bayes as bayes
 from experiments.pretrained_eval import KERNELS, single_kernel_sampler
 from tnpx.config import load_config
@@ -29,6 +30,9 @@ def tiny_grids(monkeypatch):
     monkeypatch.setattr(bayes, "GRID", TINY)
     monkeypatch.setattr(bayes, "FINE", {**TINY, "refinements": 2})
     monkeypatch.setattr(bayes, "FINE_BATCHES", 1)
+    threads = torch.get_num_threads()
+    yield
+    torch.set_num_threads(threads)  # main() pins one thread
 
 
 def test_reference_on_the_cards_tasks(tiny_grids, tmp_path):
@@ -102,14 +106,82 @@ def test_average_cache_reused_only_for_same_task_and_rule(tiny_grids, tmp_path, 
         "computed_batches": computed,
         "reused_batches": {},
     }
-    # another rule, prior or task is another key
+    # another rule, prior or task is another key; a prior field the rule never reads is not
     cfg = load_config(bayes.CONFIG)
     sampler = single_kernel_sampler(cfg)
     batch, prior = batch_at(sampler, 0, split="test"), sampler.config
-    key = bayes.AverageCache.key(batch, TINY, prior)
-    assert key == bayes.AverageCache.key(batch, dict(reversed(TINY.items())), prior)
-    assert key != bayes.AverageCache.key(batch, {**TINY, "n_noise": 3}, prior)
-    wider = dataclasses.replace(prior, lengthscale_b=prior.lengthscale_b * 2)
-    assert key != bayes.AverageCache.key(batch, TINY, wider)
+
+    def key(grid=TINY, prior=prior):
+        return bayes.AverageCache.key(batch, HyperGrid.from_config(prior, **grid))
+
+    assert key() == key(dict(reversed(TINY.items())))
+    assert key() != key({**TINY, "n_noise": 3})
+    assert key() != key({**TINY, "tolerance": 1e-4})
+    assert key() != key(prior=dataclasses.replace(prior, lengthscale_b=prior.lengthscale_b * 2))
+    # how tasks are drawn is in the tasks' tensors: a new sampler option keeps every key
+    assert key() == key(prior=dataclasses.replace(prior, context_scaling=0.5, min_ctx=7))
+    before = key()
     batch.yt = batch.yt + 1e-6
-    assert key != bayes.AverageCache.key(batch, TINY, prior)
+    assert key() != before
+
+
+def _figures(out) -> dict:
+    result = json.loads((out / "bayes-reference.json").read_text())
+    return {k: result[k] for k in ("eval", "per_kernel", "convergence")}
+
+
+def test_a_stopped_run_resumes_to_the_same_figures(tiny_grids, tmp_path, monkeypatch, capsys):
+    argv = ["--batches", "2", "--models", "gp1d-tnp", "--no-progress"]
+    whole, parts = tmp_path / "whole", tmp_path / "parts"
+    assert bayes.main([*argv, "--out", str(whole)]) == 0
+    fresh = json.loads((whole / "bayes-reference.json").read_text())["average_cache"]
+    computed = fresh["computed_batches"]
+    calls = []
+
+    def stop_at_second(batch, grid, **options):
+        if calls:
+            raise KeyboardInterrupt  # a run stopped while computing its second batch
+        calls.append(1)
+        return average_log_likelihood(batch, grid, **options)
+
+    with monkeypatch.context() as patch, pytest.raises(KeyboardInterrupt):
+        patch.setattr(bayes_cache, "average_log_likelihood", stop_at_second)
+        bayes.main([*argv, "--out", str(parts)])
+    assert len(torch.load(parts / bayes.CACHE, weights_only=True)) == 1  # written at once
+    assert not (parts / "bayes-reference.json").exists()
+    capsys.readouterr()
+    assert bayes.main([*argv, "--out", str(parts), "--dry-run"]) == 0
+    head = capsys.readouterr().out.splitlines()[0]
+    assert head.startswith(f"Bayes average: {computed - 1} of ")
+    assert bayes.main([*argv, "--out", str(parts)]) == 0
+    assert _figures(parts) == _figures(whole)  # exactly: every float of the report
+    resumed = json.loads((parts / "bayes-reference.json").read_text())["average_cache"]
+    assert resumed["computed_batches"] == computed - 1
+    # the stopped run's one batch, met again by the convergence check
+    assert sum(resumed["reused_batches"].values()) == 2
+    kept = [torch.load(o / bayes.CACHE, weights_only=True) for o in (whole, parts)]
+    assert kept[0].keys() == kept[1].keys()
+    assert all(torch.equal(kept[0][k]["average"], kept[1][k]["average"]) for k in kept[0])
+
+
+def test_dry_run_and_cached_only_compute_nothing(tiny_grids, tmp_path, capsys):
+    out = tmp_path / "out"
+    argv = ["--batches", "1", "--out", str(out), "--models", "--no-progress"]
+    assert bayes.main([*argv, "--dry-run"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    parts = bayes.parts(load_config(bayes.CONFIG), 1)
+    total = sum(p.batches for p in parts.values())  # the coarse check meets batch 0 again
+    assert lines[0].startswith(f"Bayes average: {total - 1} of {total} batches to compute (~")
+    assert len(lines) == 1 + len(parts) and lines[-1].endswith(", 1 to compute")
+    with pytest.raises(SystemExit, match=f"--cached-only: .* lacks the average of {total - 1} "):
+        bayes.main([*argv, "--cached-only"])
+    assert not out.exists()  # neither refused command wrote anything
+    assert bayes.main(argv) == 0
+    capsys.readouterr()
+    assert bayes.main([*argv, "--cached-only", "--models", "gp1d-tnp"]) == 0
+    result = json.loads((out / "bayes-reference.json").read_text())
+    assert result["average_cache"]["computed_batches"] == 0
+    assert "gp1d-tnp" in result["eval"]["models"]
+    assert capsys.readouterr().out.startswith(f"Bayes average: 0 of {total} batches")
+    with pytest.raises(SystemExit):
+        bayes.main([*argv, "--batches", "0"])
