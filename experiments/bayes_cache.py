@@ -92,8 +92,13 @@ class AverageCache:
         return value
 
     def save(self) -> None:
-        """Keep only the entries this run used (the run is complete)."""
-        self._write({k: v for k, v in self.entries.items() if k in self.used})
+        """Keep only the entries this run used (the run is complete). A run that computed
+        nothing and used every entry leaves the file as it was: git keeps every version of a
+        binary file, and this one would differ only in its bytes, not its numbers."""
+        kept = {k: v for k, v in self.entries.items() if k in self.used}
+        if self.computed == 0 and kept.keys() == self.earlier:
+            return
+        self._write(kept)
 
     def _write(self, entries: dict[str, dict]) -> None:
         if self.path is not None:
