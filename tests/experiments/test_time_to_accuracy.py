@@ -41,3 +41,30 @@ def test_each_kernel_is_held_to_its_own_paper_number(tmp_path):
     assert c.kernel == "matern32" and c.goal == -0.024
     assert c.reached(c.goal) == 1 and c.steps_planned == 25_000
     assert "Matérn-3/2 -0.024" in tta.reading([c])
+
+
+def test_a_finished_run_is_scored_once_and_the_cell_reused(tmp_path, monkeypatch):
+    """A run with a model.pt gets its test score from the cache after the first time; a run
+    still training has none (a dash in the table)."""
+    run = "tta-kr1-rbf-tnp-kr-full-adamw-25k"
+    (tmp_path / run).mkdir()
+    (tmp_path / run / "metrics.csv").write_text(LOG)
+    c = tta.curve("recipe", run, "tnp-kr-full", "x", root=tmp_path)
+    tta.score_finished(c, tmp_path / "cells", 2, root=tmp_path)
+    assert c.test is None and tta.test_score(c) == "—"
+    calls = []
+
+    def fake_evaluate(model, cfg, cell):
+        calls.append((cfg.eval.n_batches, cell))
+        return type(
+            "M", (), {"as_dict": lambda self: {"ll": 0.5, "ll_se": 0.01, "oracle_ll": 0.6}}
+        )()
+
+    monkeypatch.setattr(tta, "cached_evaluate", fake_evaluate)
+    monkeypatch.setattr("tnpx.load", lambda path: path)
+    (tmp_path / run / "model.pt").write_bytes(b"")
+    (tmp_path / run / "config.yaml").write_text(open("configs/kr1-rbf.yaml").read())
+    tta.score_finished(c, tmp_path / "cells", 2, root=tmp_path)
+    assert calls == [(2, tmp_path / "cells" / f"{run}-test2.json")]
+    assert tta.test_score(c) == "-0.500 ± 0.010 (-0.600)"
+    assert tta.table([c])[2].endswith("| -0.500 ± 0.010 (-0.600) |")
