@@ -75,13 +75,13 @@ def test_cli_errors_are_one_line_and_exit_2(files, capsys, change, message):
 
 
 def test_cli_plot_needs_one_input(tmp_path, capsys):
-    tnpx.save(tiny(dim_x=2), tmp_path / "m2.pt")
-    ctx, tgt = frames(dim_x=2)
+    tnpx.save(tiny(dim_x=3), tmp_path / "m2.pt")
+    ctx, tgt = frames(dim_x=3)
     ctx.to_csv(tmp_path / "ctx.csv", index=False)
     tgt.to_csv(tmp_path / "tgt.csv", index=False)
     code = main(
         ["predict", str(tmp_path / "m2.pt"), "--context", str(tmp_path / "ctx.csv")]
         + ["--targets", str(tmp_path / "tgt.csv"), "--plot", str(tmp_path / "p.png")]
     )
-    assert code == 2 and "--plot needs one input column (dim_x = 1)" in capsys.readouterr().err
+    assert code == 2 and "--plot needs one or two input columns" in capsys.readouterr().err
     assert not (tmp_path / "p.png").exists()

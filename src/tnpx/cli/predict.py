@@ -36,10 +36,10 @@ def _predict_and_write(args) -> int:
         require("matplotlib", "plot", "plotting")
     resolved = resolve(args.model)
     net, recorded, why = resolved[:3]
-    if args.plot and net.dim_x != 1:
+    if args.plot and net.dim_x not in (1, 2):
         raise ValueError(
-            f"--plot needs one input column (dim_x = 1); {args.model} takes {net.dim_x}. "
-            "Leave out --plot"
+            f"--plot needs one or two input columns (dim_x = 1 or 2); {args.model} takes "
+            f"{net.dim_x}. Leave out --plot"
         )
     options = Options(
         args.x_cols, args.y_cols, not args.no_scale_inputs, not args.no_standardise,
@@ -62,7 +62,7 @@ def _predict_and_write(args) -> int:
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # quiet exit
             return 0
     if sample is not None:
-        _plot_prediction(args, sample.frame(), plan.x_cols[0], plan.y_cols)
+        _plot_prediction(args, sample.frame(), plan.x_cols, plan.y_cols)
     return 0
 
 
@@ -137,17 +137,22 @@ def _print_scaling(record: dict) -> None:
     print(f"tnpx predict: {'; '.join(parts) or 'no rescaling'}", file=sys.stderr)
 
 
-def _plot_prediction(args, result, x_col, y_cols: list) -> None:
-    """The PNG of ``--plot``, written whole or not at all."""
+def _plot_prediction(args, result, x_cols: list, y_cols: list) -> None:
+    """The PNG of ``--plot``, written whole or not at all: curves against one input column, a
+    map of the mean and std over two (:mod:`tnpx.plot_map`)."""
     from ..data.user_files import read_table
     from ..output_files import atomic_write
     from ..plot import plot_prediction
+    from ..plot_map import plot_prediction_map
 
     context = read_table(args.context, "context").frame
     try:
         Path(args.plot).parent.mkdir(parents=True, exist_ok=True)
         with atomic_write(args.plot) as tmp:
-            plot_prediction(result, tmp, x_col, y_cols, context=context, level=args.level)
+            if len(x_cols) == 2:
+                plot_prediction_map(result, tmp, x_cols, y_cols, context=context)
+            else:
+                plot_prediction(result, tmp, x_cols[0], y_cols, context=context, level=args.level)
     except OSError as err:
         raise ValueError(f"{args.plot}: cannot write the plot ({err})") from None
     print(f"wrote {args.plot}", file=sys.stderr)
@@ -174,7 +179,11 @@ def add_predict(sub) -> None:
     p.add_argument("--context", required=True, metavar="FILE", help="observed points (CSV)")
     p.add_argument("--targets", required=True, metavar="FILE", help="inputs to predict at (CSV)")
     p.add_argument("--out", metavar="FILE", help="CSV output (default: stdout)")
-    p.add_argument("--plot", metavar="FILE", help="PNG of the predictions (one input column)")
+    p.add_argument(
+        "--plot",
+        metavar="FILE",
+        help="PNG of the predictions: curves (one input column) or a map (two)",
+    )
     p.add_argument("--x-cols", nargs="+", metavar="COL", help="input columns")
     p.add_argument("--y-cols", nargs="+", metavar="COL", help="output columns")
     p.add_argument("--level", type=float, default=0.95, help="interval probability (0.95)")

@@ -10,6 +10,7 @@ from .base import SPLITS, TaskSampler, batch_at, task_generator
 from .custom import checked_source, is_custom_name, load_custom
 from .era5 import ERA5Config, ERA5Sampler
 from .gp import GPConfig, GPSampler
+from .gp2d_composite import GP2DCompositeConfig, GP2DCompositeSampler
 from .gp_composite import CompositeGPConfig, CompositeGPSampler
 from .grid import GridConfig, GridSampler
 from .images import ImageConfig, ImageSampler
@@ -21,6 +22,7 @@ from .table import TableConfig, TableSampler
 SAMPLERS = {
     "gp": (GPSampler, GPConfig),
     "gp-composite": (CompositeGPSampler, CompositeGPConfig),
+    "gp2d-composite": (GP2DCompositeSampler, GP2DCompositeConfig),
     "sawtooth": (SawtoothSampler, SawtoothConfig),
     "image": (ImageSampler, ImageConfig),
     "kolmogorov": (KolmogorovSampler, KolmogorovConfig),
@@ -79,6 +81,8 @@ __all__ = [
     "CompositeGPSampler",
     "ERA5Config",
     "ERA5Sampler",
+    "GP2DCompositeConfig",
+    "GP2DCompositeSampler",
     "GPConfig",
     "GPSampler",
     "GridConfig",

@@ -24,9 +24,29 @@ variance 0 in the others), so ``Batch.info`` holds ``kernel``, ``lengthscale``, 
 them: the ``gp-oracle`` model computes the exact posterior of every task unchanged.
 ``info["composite"]`` ``[batch]`` (bool) says which tasks are composites.
 
-Why no linear trend and no periodic-times-RBF envelope: a linear kernel is not stationary and
-a product is not a sum of :data:`KERNELS`; either would need its own path through the oracle.
-The long-lengthscale RBF stands in for a low-order trend over the context's range.
+The v3 options (issue 33, item 2), each off by default so that a v2 config draws the same
+tasks bit for bit:
+
+- ``polynomial_prob``: a composite task also holds, with this probability, a **polynomial
+  trend** of degree drawn from ``polynomial_degrees`` (:data:`tnpx.kernels.TREND_KERNELS`,
+  Bayesian linear regression: non-stationary, carried past the data), lengthscale log-uniform
+  on ``polynomial_lengthscale`` and its own weight; every task then has ``N_COMPONENTS + 1``
+  slots.
+- ``locally_periodic_prob``: the periodic component is, with this probability, multiplied by
+  an RBF of lengthscale log-uniform on ``envelope_lengthscale`` (a **locally periodic**
+  kernel); ``info["envelope"]`` ``[batch, slots]`` holds it (``inf``: no envelope).
+- ``quiet_prob``: any task is, with this probability, **near noise-free**: noise std
+  ``quiet_noise`` times its output scale (0 allowed); ``info["quiet"]`` ``[batch]`` marks it.
+  Functions are drawn with a Cholesky jitter of :data:`tnpx.data.gp.JITTER` on the diagonal,
+  which acts as observation noise of that variance on context and targets alike, so a quiet
+  task's ``noise_tgt`` is ``sqrt(noise² + JITTER)`` (on the context the oracle's own jitter,
+  equal to it, plays that part): the ``gp-oracle`` stays exact.
+- Wider length-scale and period ranges and 3 to a few hundred context points are options
+  already (``*_lengthscale``, ``periodic_period``, ``lengthscale_a/b``, ``period_min/max``,
+  ``min_ctx``/``max_ctx``).
+
+Smooth changes of level are the long-lengthscale RBF trend (no sigmoid step: its location
+would be one more hyper-parameter for the oracle, and the RBF already spans level shifts).
 """
 
 from __future__ import annotations
@@ -37,9 +57,9 @@ from dataclasses import dataclass, field
 
 import torch
 
-from ..kernels import KERNELS, canonical_kernel
+from ..kernels import ALL_KERNELS, KERNELS, TREND_KERNELS, canonical_kernel
 from .base import uniform
-from .gp import GPConfig, GPSampler
+from .gp import JITTER, GPConfig, GPSampler
 
 N_COMPONENTS = 3  # trend, periodic, rough: the slots of a composite kernel
 COMPONENTS = ("trend", "periodic", "rough")
@@ -61,6 +81,14 @@ class CompositeGPConfig(GPConfig):
     output_scale_range: list[float] = field(default_factory=lambda: [0.5, 2.0])  # std
     composite_noise_range: list[float] = field(default_factory=lambda: [0.01, 0.5])  # / scale
     layout: str = "uniform"
+    # v3 (module docstring); the defaults draw no more than v2.
+    polynomial_prob: float = 0.0  # a composite task also holds a polynomial trend
+    polynomial_degrees: list[int] = field(default_factory=lambda: [1, 2, 3])
+    polynomial_lengthscale: list[float] = field(default_factory=lambda: [2.0, 6.0])
+    locally_periodic_prob: float = 0.0  # the periodic component times an RBF envelope
+    envelope_lengthscale: list[float] = field(default_factory=lambda: [0.5, 4.0])
+    quiet_prob: float = 0.0  # a task is near noise-free
+    quiet_noise: float = 1.0e-3  # a quiet task's noise std / its output scale
 
 
 def _log_uniform(g: torch.Generator, shape: tuple[int, ...], bounds: list[float]):
@@ -85,8 +113,13 @@ class CompositeGPSampler(GPSampler):
         super().__init__(config, batch_size, seed)
         if config.layout != "uniform" or config.dim_x != 1:
             raise ValueError("gp-composite needs layout='uniform' and dim_x=1")
-        if not 0 <= config.composite_prob <= 1:
-            raise ValueError(f"composite_prob must lie in [0, 1], got {config.composite_prob}")
+        for name in ("composite_prob", "polynomial_prob", "locally_periodic_prob", "quiet_prob"):
+            if not 0 <= getattr(config, name) <= 1:
+                raise ValueError(f"{name} must lie in [0, 1], got {getattr(config, name)}")
+        if not config.polynomial_degrees or not set(config.polynomial_degrees) <= {1, 2, 3}:
+            raise ValueError(f"polynomial_degrees: 1, 2 or 3, got {config.polynomial_degrees}")
+        if config.quiet_noise < 0:
+            raise ValueError(f"quiet_noise must be >= 0, got {config.quiet_noise}")
         probs = config.component_probs
         if len(probs) != N_COMPONENTS or not all(0 <= p <= 1 for p in probs):
             raise ValueError(f"component_probs: {N_COMPONENTS} probabilities {COMPONENTS}")
@@ -94,9 +127,13 @@ class CompositeGPSampler(GPSampler):
             self._check_range(name)
         for name in ("rough_lengthscale", "component_weight", "output_scale_range"):
             self._check_range(name)
-        self._check_range("composite_noise_range")
+        for name in ("composite_noise_range", "polynomial_lengthscale", "envelope_lengthscale"):
+            self._check_range(name)
         self.rough_ids = torch.tensor(
             [KERNELS.index(canonical_kernel(k)) for k in config.rough_kernels]
+        )
+        self.polynomial_ids = torch.tensor(
+            [ALL_KERNELS.index(TREND_KERNELS[d - 1]) for d in config.polynomial_degrees]
         )
 
     def _check_range(self, name: str) -> None:
@@ -125,16 +162,33 @@ class CompositeGPSampler(GPSampler):
         period[:, 1] = _log_uniform(g, (b,), c.periodic_period)
         weight = _log_uniform(g, (b, N_COMPONENTS), c.component_weight) * present
         scale = _log_uniform(g, (b,), c.output_scale_range)
-        variance = weight / weight.sum(1, keepdim=True) * scale[:, None].pow(2)
         noise = _log_uniform(g, (b,), c.composite_noise_range) * scale
-        return {
-            "kernel": kernel,
-            "lengthscale": lengthscale,
-            "period": period,
-            "variance": variance,
-            "noise_ctx": noise,
-            "noise_tgt": noise.clone(),
-        }
+        out = {"kernel": kernel, "lengthscale": lengthscale, "period": period}
+        if c.polynomial_prob > 0:  # v3 draws come after v2's, so v2 configs draw as before
+            weight = self._polynomial(g, b, out, weight)
+        if c.locally_periodic_prob > 0:
+            envelope = torch.full_like(out["lengthscale"], math.inf)
+            enveloped = torch.rand(b, generator=g, dtype=torch.float64) < c.locally_periodic_prob
+            drawn = _log_uniform(g, (b,), c.envelope_lengthscale)
+            envelope[:, 1] = torch.where(enveloped, drawn, math.inf)
+            out["envelope"] = envelope
+        out["variance"] = weight / weight.sum(1, keepdim=True) * scale[:, None].pow(2)
+        return {**out, "noise_ctx": noise, "noise_tgt": noise.clone()}
+
+    def _polynomial(
+        self, g: torch.Generator, b: int, out: dict[str, torch.Tensor], weight: torch.Tensor
+    ) -> torch.Tensor:
+        """Append a polynomial-trend slot to ``out``'s ``[b, slots]`` parameters; returns the
+        weights ``[b, slots + 1]`` (0 where a task has no polynomial trend)."""
+        c = self.config
+        present = torch.rand(b, generator=g, dtype=torch.float64) < c.polynomial_prob
+        degree = self.polynomial_ids[torch.randint(len(self.polynomial_ids), (b,), generator=g)]
+        lengthscale = _log_uniform(g, (b,), c.polynomial_lengthscale)
+        extra = _log_uniform(g, (b,), c.component_weight) * present
+        out["kernel"] = torch.cat([out["kernel"], degree[:, None]], 1)
+        out["lengthscale"] = torch.cat([out["lengthscale"], lengthscale[:, None]], 1)
+        out["period"] = torch.cat([out["period"], torch.ones(b, 1, dtype=torch.float64)], 1)
+        return torch.cat([weight, extra[:, None]], 1)
 
     def _hyperparameters(self, g: torch.Generator, b: int) -> dict[str, torch.Tensor]:
         """Single-kernel hyper-parameters as :class:`GPSampler` draws them, moved into the
@@ -148,10 +202,24 @@ class CompositeGPSampler(GPSampler):
                 slots += 1.0  # empty slots: finite parameters, variance 0
             slots[:, 0] = single[key]
             mixed[key] = torch.where(composite[:, None], mixed[key], slots)
+        if "envelope" in mixed:  # a single kernel has no envelope
+            mixed["envelope"] = torch.where(composite[:, None], mixed["envelope"], math.inf)
         for key in ("noise_ctx", "noise_tgt"):
             mixed[key] = torch.where(composite, mixed[key], single[key])
         mixed["composite"] = composite
+        if self.config.quiet_prob > 0:
+            self._quiet(g, b, mixed)
         return mixed
+
+    def _quiet(self, g: torch.Generator, b: int, hyper: dict[str, torch.Tensor]) -> None:
+        """Make a ``quiet_prob`` share of the tasks near noise-free, in place (module
+        docstring: why the targets' noise adds ``JITTER``)."""
+        quiet = torch.rand(b, generator=g, dtype=torch.float64) < self.config.quiet_prob
+        scale = hyper["variance"].sum(1).sqrt()
+        noise = self.config.quiet_noise * scale
+        hyper["noise_ctx"] = torch.where(quiet, noise, hyper["noise_ctx"])
+        hyper["noise_tgt"] = torch.where(quiet, (noise.pow(2) + JITTER).sqrt(), hyper["noise_tgt"])
+        hyper["quiet"] = quiet
 
 
 def single_kernel_options(options: dict) -> dict:

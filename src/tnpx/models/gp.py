@@ -14,7 +14,8 @@ from torch.distributions import Normal
 
 from ..batch import Batch
 from ..input_checks import validate_inputs
-from ..kernels import KERNELS, canonical_kernel, kernel_matrix_mixed
+from ..kernels import KERNELS, canonical_kernel, is_stationary, kernel_matrix_mixed
+from ..kernels_anisotropic import anisotropic_kernel_matrix
 from .base import NeuralProcess
 from .registry import register
 
@@ -68,17 +69,14 @@ class GPOracle(NeuralProcess):
         p = {k: torch.as_tensor(v).to(dev) for k, v in p.items()}
         f64 = torch.float64
         xc64, yc64, xt64 = xc.to(f64), yc.to(f64), xt.to(f64)
-        kp = {k: p[k].to(f64) for k in ("lengthscale", "period", "variance")}
-        kernel = p["kernel"].long()
-        x0 = xt64.new_zeros(b, 1, xt64.shape[-1])
-        k_tt = kernel_matrix_mixed(kernel, x0, x0, **kp)[:, 0, 0]  # stationary: k(x, x) = k(0, 0)
-        prior_var = k_tt[:, None].expand(b, xt.shape[1])
+        covariance = _covariance(p)
+        prior_var = _prior_variance(covariance, xt64, is_stationary(p["kernel"]))
         n_ctx = xc.shape[1]
         if n_ctx == 0:
             mean, var = torch.zeros_like(prior_var), prior_var
         else:
-            k_cc = kernel_matrix_mixed(kernel, xc64, xc64, **kp)
-            k_tc = kernel_matrix_mixed(kernel, xt64, xc64, **kp)
+            k_cc = covariance(xc64, xc64)
+            k_tc = covariance(xt64, xc64)
             noise = p["noise_ctx"].to(f64).pow(2)[:, None] + self.hyper.jitter
             if mask_c is not None:
                 # Masked points: no correlation with anything, so they carry no information.
@@ -126,9 +124,36 @@ class GPOracle(NeuralProcess):
 
     def predict_batch(self, batch: Batch):
         needed = ("kernel", "lengthscale", "period", "variance", "noise_ctx", "noise_tgt")
+        if "transform" in batch.info:  # anisotropic kernels (tnpx.data.gp2d_composite)
+            needed = ("kernel", "transform", "variance", "noise_ctx", "noise_tgt")
         if not all(k in batch.info for k in needed):
             return super().predict_batch(batch)
         xc, yc, xt, mask_c = validate_inputs(
             batch.xc, batch.yc, batch.xt, batch.mask_c, self.dim_x, self.dim_y, None, None
         )
-        return self._predict(xc, yc, xt, mask_c, {k: batch.info[k] for k in needed})
+        optional = tuple(k for k in ("envelope",) if k in batch.info)  # locally periodic
+        return self._predict(xc, yc, xt, mask_c, {k: batch.info[k] for k in needed + optional})
+
+
+def _covariance(params: dict[str, torch.Tensor]):
+    """``(x1, x2) -> [batch, n, m]`` in float64: the tasks' kernel, anisotropic where
+    ``params`` hold the maps ``transform`` (:mod:`tnpx.kernels_anisotropic`), else a (sum of)
+    :data:`KERNELS` with ``lengthscale`` and ``period``."""
+    kernel, f64 = params["kernel"].long(), torch.float64
+    if "transform" in params:
+        transform, variance = params["transform"].to(f64), params["variance"].to(f64)
+        return lambda x1, x2: anisotropic_kernel_matrix(kernel, transform, variance, x1, x2)
+    names = ("lengthscale", "period", "variance", "envelope")
+    kp = {k: params[k].to(f64) for k in names if k in params}
+    return lambda x1, x2: kernel_matrix_mixed(kernel, x1, x2, **kp)
+
+
+def _prior_variance(covariance, xt: torch.Tensor, stationary: bool) -> torch.Tensor:
+    """``k(x, x)`` at each target, ``[batch, n_tgt]`` (``xt: [batch, n_tgt, dim_x]``): one
+    evaluation at the origin for stationary kernels, else the diagonal of ``k(xt, xt)`` in
+    blocks of targets (a polynomial trend's variance grows with ``|x|``)."""
+    if stationary:
+        x0 = xt.new_zeros(xt.shape[0], 1, xt.shape[-1])
+        return covariance(x0, x0)[:, 0, :].expand(-1, xt.shape[1])
+    blocks = [covariance(x, x).diagonal(dim1=1, dim2=2) for x in xt.split(256, dim=1)]
+    return torch.cat(blocks, 1)

@@ -1,0 +1,70 @@
+"""Maps of :func:`tnpx.predict`'s result for two input columns (what ``tnpx predict --plot``
+draws for a 2D model): per output, the predictive mean and the predictive standard deviation
+over the targets' box, with the context points marked.
+
+Targets at arbitrary points are drawn as an interpolated image (a triangulation of the targets,
+filled contours), or as coloured points where they cannot be triangulated (fewer than three, or
+all on one line).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from .extras import pyplot
+from .plot import save_figure
+
+PANELS = ("mean", "std")  # the columns of a map figure, one row per output
+
+
+def prediction_map_figure(result, x_cols: list, y_cols: list, context=None, max_points=20000):
+    """A figure of ``len(y_cols)`` rows and the :data:`PANELS` columns: each output's
+    predictive mean and std at the targets, titled ``"{y} mean"`` and ``"{y} std"``, axes named
+    by the two ``x_cols``, the ``context`` DataFrame's points marked. More than ``max_points``
+    targets are thinned for drawing.
+
+    Args:
+        result: :func:`tnpx.predict`'s DataFrame (``x_cols``, then ``{y}_mean``, ``{y}_std``).
+        x_cols: the two input columns (first: horizontal axis).
+        y_cols: the output columns.
+        context: the context DataFrame (``x_cols`` and ``y_cols``), or None.
+    """
+    if len(x_cols) != 2:
+        raise ValueError(f"a prediction map needs two input columns, got {len(x_cols)}")
+    plt = pyplot("plotting")
+    shown = result.iloc[:: max(1, len(result) // max_points)]
+    x, y = (shown[c].to_numpy(dtype=float) for c in x_cols)
+    fig, axes = plt.subplots(len(y_cols), len(PANELS), figsize=(10, 4 * len(y_cols)), squeeze=False)
+    for row, out in zip(axes, y_cols):
+        for ax, panel in zip(row, PANELS):
+            image = _fill(ax, x, y, shown[f"{out}_{panel}"].to_numpy(dtype=float), panel)
+            fig.colorbar(image, ax=ax)
+            if context is not None and len(context):
+                cx, cy = (context[c].to_numpy(dtype=float) for c in x_cols)
+                ax.scatter(cx, cy, s=14, c="white", edgecolors="black", lw=0.8, label="context")
+            ax.set_title(f"{out} {panel}")
+            ax.set_xlabel(str(x_cols[0]))
+            ax.set_ylabel(str(x_cols[1]))
+    if context is not None and len(context):
+        axes[0, 0].legend(fontsize=8, loc="upper right")
+    return fig
+
+
+def _fill(ax, x: np.ndarray, y: np.ndarray, values: np.ndarray, panel: str):
+    """Filled contours of ``values`` over a triangulation of the points, else the points."""
+    cmap = "viridis" if panel == "mean" else "magma"
+    from matplotlib.tri import Triangulation
+
+    try:
+        return ax.tricontourf(Triangulation(x, y), values, levels=20, cmap=cmap)
+    except (ValueError, RuntimeError):  # too few points, or all on one line
+        return ax.scatter(x, y, c=values, s=12, cmap=cmap)
+
+
+def plot_prediction_map(
+    result, path: str | Path, x_cols: list, y_cols: list, context=None, max_points=20000
+) -> Path:
+    """Write :func:`prediction_map_figure` as a PNG; returns the path written."""
+    return save_figure(prediction_map_figure(result, x_cols, y_cols, context, max_points), path)
