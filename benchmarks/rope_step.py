@@ -33,11 +33,25 @@ VARIANTS = {
         {"share_weights": True, "targets_read": "input"},
     ),
     "te-tnp": ("te-tnp", {}),
+    # The pseudo-token pair: TE-PT-TNP's structure with rotary attention against the same
+    # structure with plain attention (IST-style pseudo-tokens; its tokens carry x, not rotations).
+    "pt-tnp-ist": ("pt-tnp-ist", {}),
+    "te-pt-tnp-rope": ("te-pt-tnp-rope", {}),
+}
+# Each rotary variant against the plain-attention model of the same structure.
+TWINS = {
+    "te-tnp-rope (TE structure)": "tnp",
+    "te-tnp-rope (tnp structure)": "tnp",
+    "te-pt-tnp-rope": "pt-tnp-ist",
 }
 
 
 def step_times(model, opt, batch, n: int) -> list[float]:
     return [train_step_ms(model, opt, batch) for _ in range(n)]
+
+
+def ratio(x: float | None) -> str:
+    return "—" if x is None else f"{x:.2f}"
 
 
 def main() -> None:
@@ -61,20 +75,25 @@ def main() -> None:
         for _ in range(args.rounds):
             for model, opt, times in built.values():
                 times += step_times(model, opt, batch, args.steps)
-        base = statistics.median(built["tnp"][2])
-        for label, (model, _, times) in built.items():
-            ms = statistics.median(times)
+        medians = {label: statistics.median(times) for label, (_, _, times) in built.items()}
+        for label, (model, _, _) in built.items():
+            ms = medians[label]
             params = sum(p.numel() for p in model.parameters())
+            twin = TWINS.get(label)
             rows.append({"size": size, "model": label, "params": params, "ms": ms,
-                         "vs_tnp": ms / base})  # fmt: skip
-            print(f"{size:12s} {label:30s} {params:>10,d} {ms:8.1f} ms {ms / base:5.2f}x")
-    table = ["| size | model | parameters | ms per step (median) | / tnp |",
-             "| --- | --- | ---: | ---: | ---: |"]  # fmt: skip
+                         "vs_tnp": ms / medians["tnp"],
+                         "vs_twin": ms / medians[twin] if twin else None})  # fmt: skip
+            print(f"{size:12s} {label:30s} {params:>10,d} {ms:8.1f} ms "
+                  f"{ms / medians['tnp']:5.2f}x")  # fmt: skip
+    table = ["| size | model | parameters | ms per step (median) | / tnp | / plain twin |",
+             "| --- | --- | ---: | ---: | ---: | ---: |"]  # fmt: skip
     table += [
-        f"| {r['size']} | {r['model']} | {r['params']:,} | {r['ms']:.1f} | {r['vs_tnp']:.2f} |"
+        f"| {r['size']} | {r['model']} | {r['params']:,} | {r['ms']:.1f} | {r['vs_tnp']:.2f} "
+        f"| {ratio(r['vs_twin'])} |"
         for r in rows
     ]
     same = [r["vs_tnp"] for r in rows if r["model"] == "te-tnp-rope (tnp structure)"]
+    pseudo = [r["vs_twin"] for r in rows if r["model"] == "te-pt-tnp-rope"]
     text = f"""# Rotary TE attention: training-step time against `tnp`
 
 **What**: median wall time of a training step (forward, loss, backward, AdamW), batch 16,
@@ -92,7 +111,10 @@ structure has one block per stream (twice the blocks of the context stream).
 
 **Reading**: at the same structure and size, rotary attention costs
 {", ".join(f"{x:.2f}x" for x in same)} of `tnp`'s step (budget, default): the rotation of
-queries and keys and their float64 angles. `te-tnp`'s pairwise MLP costs far more.
+queries and keys and their float64 angles. `te-pt-tnp-rope` costs
+{", ".join(f"{x:.2f}x" for x in pseudo)} of the same pseudo-token structure with plain attention
+(`pt-tnp-ist`, whose tokens carry x). `te-tnp`'s pairwise MLP costs far more. The "/ plain twin"
+column is the comparison at equal structure; "/ tnp" mixes in the structure's own cost.
 """
     report = write_results(Path(args.out) / "rope_step", rows, text)
     print(f"wrote {report}")
