@@ -13,6 +13,7 @@ kernel ids index ``ALL_KERNELS`` (``KERNELS`` first, so their ids are unchanged)
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 
 import torch
 
@@ -20,6 +21,7 @@ KERNELS = ("rbf", "matern12", "matern32", "matern52", "periodic")
 TREND_KERNELS = ("linear", "quadratic", "cubic")  # polynomial degree 1, 2, 3
 ALL_KERNELS = KERNELS + TREND_KERNELS
 ALIASES = {"se": "rbf", "eq": "rbf"}
+_MATERN_SCALE = {"matern32": math.sqrt(3.0), "matern52": math.sqrt(5.0)}
 
 
 def canonical_kernel(name: str, choices: tuple[str, ...] = KERNELS) -> str:
@@ -37,13 +39,43 @@ def is_stationary(kernel_ids: torch.Tensor) -> bool:
     return bool((kernel_ids < len(KERNELS)).all())
 
 
+def _dim_differences(x1: torch.Tensor, x2: torch.Tensor) -> Iterator[torch.Tensor]:
+    """``x1_d - x2_d`` for each input dimension ``d`` in turn, ``[batch, n, m]`` each.
+
+    One dimension at a time never holds ``[batch, n, m, dim_x]`` (the 2D prior's 909-point
+    tasks spent most of a draw there), and the differences stay exact: a point met twice (a
+    context point among the targets, the diagonal of ``k(x, x)``) is at distance exactly 0,
+    which the ``|x|² + |y|² - 2 x.y`` form loses (a Matérn kernel's ``sqrt`` makes a 1e-16
+    error 1e-8). Summing the dimensions in order gives the values of the former
+    ``[batch, n, m, dim_x]`` sum bit for bit (for ``dim_x <= 2``)."""
+    for d in range(x1.shape[-1]):
+        yield x1[:, :, d, None] - x2[:, None, :, d]
+
+
 def _scaled_sq_distance(
     x1: torch.Tensor, x2: torch.Tensor, lengthscale: torch.Tensor
 ) -> torch.Tensor:
     """Squared Euclidean distance between lengthscale-scaled inputs: ``[batch, n, m]``."""
     ls = lengthscale.view(-1, 1, 1)
-    diff = (x1[:, :, None, :] - x2[:, None, :, :]) / ls[..., None]
-    return diff.pow(2).sum(-1)
+    own = _in_place_ok(x1, x2, lengthscale)
+    total = None
+    for diff in _dim_differences(x1, x2):
+        term = diff.div_(ls).pow_(2) if own else (diff / ls).pow(2)
+        total = term if total is None else (total.add_(term) if own else total + term)
+    if total is None:  # dim_x = 0: every point is at distance 0
+        total = x1.new_zeros(x1.shape[0], x1.shape[1], x2.shape[1])
+    return total
+
+
+def _in_place_ok(*inputs: torch.Tensor | None) -> bool:
+    """Whether results computed from ``inputs`` may be updated in place: autograd records no
+    op on them, and they share one dtype (an in-place op would not promote as ``a * b`` does).
+    Fresh ``[batch, n, m]`` temporaries are then reused: a pass over memory and an allocation
+    saved per op, with the same operations in the same order (bit-identical values)."""
+    given = [t for t in inputs if t is not None]
+    if torch.is_grad_enabled() and any(t.requires_grad for t in given):
+        return False
+    return len({t.dtype for t in given}) <= 1
 
 
 def _safe_sqrt(d2: torch.Tensor) -> torch.Tensor:
@@ -79,31 +111,51 @@ def kernel_matrix(
         ``[batch, n, m]``.
     """
     name = canonical_kernel(name, ALL_KERNELS)
+    own = _in_place_ok(x1, x2, lengthscale, period, variance, envelope)  # update k in place
     if name in TREND_KERNELS:
         ls2 = lengthscale.view(-1, 1, 1).pow(2)
-        k = (0.5 * (1.0 + x1 @ x2.transpose(1, 2) / ls2)).pow(TREND_KERNELS.index(name) + 1)
+        degree = TREND_KERNELS.index(name) + 1
+        g = x1 @ x2.transpose(1, 2)
+        if own:
+            k = g.div_(ls2).add_(1.0).mul_(0.5).pow_(degree)
+        else:
+            k = (0.5 * (1.0 + g / ls2)).pow(degree)
     elif name == "periodic":
         if period is None:
             raise ValueError("the periodic kernel needs `period`")
-        diff = (x1[:, :, None, :] - x2[:, None, :, :]).abs()
-        s = torch.sin(math.pi * diff / period.view(-1, 1, 1, 1)).pow(2).sum(-1)
-        k = torch.exp(-2.0 * s / lengthscale.view(-1, 1, 1).pow(2))
+        p = period.view(-1, 1, 1)
+        s = None  # sum_d sin^2(pi |x_d - x'_d| / p), one dimension at a time
+        for diff in _dim_differences(x1, x2):
+            if own:
+                term = diff.abs_().mul_(math.pi).div_(p).sin_().pow_(2)
+            else:
+                term = torch.sin(math.pi * diff.abs() / p).pow(2)
+            s = term if s is None else (s.add_(term) if own else s + term)
+        ls2 = lengthscale.view(-1, 1, 1).pow(2)
+        k = s.mul_(-2.0).div_(ls2).exp_() if own else torch.exp(-2.0 * s / ls2)
     elif name == "rbf":
-        k = torch.exp(-0.5 * _scaled_sq_distance(x1, x2, lengthscale))
+        d2 = _scaled_sq_distance(x1, x2, lengthscale)
+        k = d2.mul_(-0.5).exp_() if own else torch.exp(-0.5 * d2)
     else:
-        r = _safe_sqrt(_scaled_sq_distance(x1, x2, lengthscale))
+        d2 = _scaled_sq_distance(x1, x2, lengthscale)
+        r = d2.sqrt_() if own else _safe_sqrt(d2)  # d2 >= 0 and sqrt(0) = 0 exactly
         if name == "matern12":
-            k = torch.exp(-r)
-        elif name == "matern32":
-            s = math.sqrt(3.0) * r
-            k = (1.0 + s) * torch.exp(-s)
-        else:  # matern52
-            s = math.sqrt(5.0) * r
-            k = (1.0 + s + s.pow(2) / 3.0) * torch.exp(-s)
+            k = r.neg_().exp_() if own else torch.exp(-r)
+        else:
+            s = r.mul_(_MATERN_SCALE[name]) if own else _MATERN_SCALE[name] * r
+            decay = s.neg().exp_() if own else torch.exp(-s)
+            if name == "matern32":
+                k = s.add_(1.0).mul_(decay) if own else (1.0 + s) * decay
+            elif own:  # matern52: (1 + s) + s² / 3, as below
+                third = s.pow(2).div_(3.0)
+                k = s.add_(1.0).add_(third).mul_(decay)
+            else:
+                k = (1.0 + s + s.pow(2) / 3.0) * decay
     if envelope is not None:
-        k = k * torch.exp(-0.5 * _scaled_sq_distance(x1, x2, envelope))
+        d2 = _scaled_sq_distance(x1, x2, envelope)
+        k = k.mul_(d2.mul_(-0.5).exp_()) if own else k * torch.exp(-0.5 * d2)
     if variance is not None:
-        k = k * variance.view(-1, 1, 1)
+        k = k.mul_(variance.view(-1, 1, 1)) if own else k * variance.view(-1, 1, 1)
     return k
 
 
@@ -152,9 +204,13 @@ def kernel_matrix_sum(
             continue
         if rows is None or len(rows) == len(kernel_ids):
             column = {k: (v[:, c] if v is not None else None) for k, v in params.items()}
-            total = total + kernel_matrix_mixed(kernel_ids[:, c], x1, x2, **column)
+            term = kernel_matrix_mixed(kernel_ids[:, c], x1, x2, **column)
+            total = total.add_(term) if _in_place_ok(total, term) else total + term
             continue
         column = {k: (v[rows, c] if v is not None else None) for k, v in params.items()}
         term = kernel_matrix_mixed(kernel_ids[rows, c], x1[rows], x2[rows], **column)
-        total = total.index_add(0, rows, term)
+        if _in_place_ok(total, term):
+            total = total.index_add_(0, rows, term)
+        else:
+            total = total.index_add(0, rows, term)
     return total

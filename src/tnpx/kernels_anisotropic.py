@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import torch
 
-from .kernels import kernel_matrix_mixed
+from .kernels import _in_place_ok, kernel_matrix_mixed
 
 
 def transform_matrix(lengthscales: torch.Tensor, angle: torch.Tensor) -> torch.Tensor:
@@ -49,5 +49,8 @@ def anisotropic_kernel_matrix(
     for c in range(kernel_ids.shape[1]):
         a_t = transform[:, c].transpose(-1, -2).to(x1.dtype)
         params = {"lengthscale": ones, "period": ones, "variance": variance[:, c]}
-        total = total + kernel_matrix_mixed(kernel_ids[:, c], x1 @ a_t, x2 @ a_t, **params)
+        z1 = x1 @ a_t
+        z2 = z1 if x2 is x1 else x2 @ a_t  # k(x, x): map the inputs once
+        term = kernel_matrix_mixed(kernel_ids[:, c], z1, z2, **params)
+        total = total.add_(term) if _in_place_ok(total, term) else total + term
     return total

@@ -30,7 +30,9 @@ class GPConfig:
     locations are context, all locations are targets (KR-1, KR-3).
     ``layout="uniform"``: context inputs ``U(ctx_range) + shift``, ``n_tgt`` target inputs
     ``U(tgt_range) + shift`` drawn independently per task (TE-1).
-    ``n_ctx`` is drawn once per batch from ``{min_ctx, ..., max_ctx}``.
+    ``n_ctx`` is drawn once per batch from ``{min_ctx, ..., max_ctx}``: uniformly
+    (``ctx_size="uniform"``) or log-uniformly (``"log-uniform"``: ``P(k)`` proportional to
+    ``log((k + 1) / k)``: each octave ``n..2n`` alike, so few-point contexts are common).
     """
 
     kernels: list[str] = field(default_factory=lambda: ["rbf"])
@@ -58,6 +60,7 @@ class GPConfig:
     n_tgt: int = 128
     min_ctx: int = 3
     max_ctx: int = 49
+    ctx_size: str = "uniform"  # uniform | log-uniform on {min_ctx, ..., max_ctx}
     shift: float = 0.0
     input_distribution: str = "uniform"  # uniform | bimodal (uniform layout; TE Table 7)
     bimodal_ranges: list[list[float]] = field(default_factory=lambda: [[-4.0, -1.0], [1.0, 4.0]])
@@ -102,6 +105,9 @@ class GPSampler(TaskSampler):
             raise ValueError(
                 f"need 0 <= min_ctx <= max_ctx, got {config.min_ctx}, {config.max_ctx}"
             )
+        check_option("ctx_size", config.ctx_size, ("uniform", "log-uniform"))
+        if config.ctx_size == "log-uniform" and config.min_ctx < 1:
+            raise ValueError(f"ctx_size='log-uniform' needs min_ctx >= 1, got {config.min_ctx}")
         if not 0 <= config.context_scaling <= 1:
             raise ValueError(f"context_scaling must lie in [0, 1], got {config.context_scaling}")
         if config.layout == "kr" and config.max_ctx > config.n_random:
@@ -186,6 +192,16 @@ class GPSampler(TaskSampler):
         first, second = uniform(g, shape, lo0, hi0), uniform(g, shape, lo1, hi1)
         return torch.where(pick, first, second) + self.config.shift
 
+    def _context_size(self, g: torch.Generator) -> int:
+        """``n_ctx`` on ``{min_ctx, ..., max_ctx}`` by the ``ctx_size`` rule. Log-uniform: the
+        floor of ``exp(U(log min_ctx, log(max_ctx + 1)))``, so the end points get their full
+        share (rounding would halve theirs)."""
+        c = self.config
+        if c.ctx_size == "uniform":  # the draw every config made before the option
+            return randint(g, c.min_ctx, c.max_ctx)
+        log_n = uniform(g, (1,), math.log(c.min_ctx), math.log(c.max_ctx + 1)).exp()
+        return min(max(int(log_n.floor().item()), c.min_ctx), c.max_ctx)  # exp's rounding
+
     def sample(self, generator: torch.Generator, batch_size: int | None = None) -> Batch:
         """One batch of tasks drawn with ``generator`` only.
 
@@ -193,7 +209,7 @@ class GPSampler(TaskSampler):
         function is drawn once at the targets and the context values are read off them.
         """
         g, b, c = generator, batch_size or self.batch_size, self.config
-        n_ctx = randint(g, c.min_ctx, c.max_ctx)
+        n_ctx = self._context_size(g)
         hyper = self._hyperparameters(g, b)
         xc, xt = self._layout(g, b, n_ctx)
         params = {k: hyper[k] for k in ("lengthscale", "period", "variance")}
