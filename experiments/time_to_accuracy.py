@@ -123,6 +123,10 @@ class Curve:
         """The paper's test NLL for this kernel and model."""
         return PAPER_NLL[(self.kernel, self.model)]
 
+    def test_nll(self) -> float | None:
+        """The finished run's NLL on the protocol's test set, if scored."""
+        return None if self.test is None else -self.test["ll"]
+
     def reached(self, goal: float) -> int | None:
         """The index of the first point at or below ``goal``, or None."""
         return next((i for i, v in enumerate(self.nll) if v <= goal), None)
@@ -196,6 +200,19 @@ def test_score(c: Curve) -> str:
     return f"{-c.test['ll']:.3f} ± {c.test['ll_se']:.3f} ({-c.test['oracle_ll']:.3f})"
 
 
+def goal_verdict(c: Curve, step: int) -> str:
+    """Whether the goal (the paper's test NLL within a quarter of the protocol's steps) is met.
+    The validation curve only says where: the 32 validation batches are easier than the test
+    set (the protocol runs score ~0.02 better there), so a finished run counts only by its test
+    NLL."""
+    if step > PROTOCOL_STEPS // 4:
+        return "no"
+    test = c.test_nll()
+    if test is None:
+        return "on validation; test not yet scored"
+    return "yes" if test <= c.goal else f"no: test NLL {test:.3f} is above it"
+
+
 def table(curves: list[Curve]) -> list[str]:
     head = (
         "| recipe | what differs | seeds | steps planned | paper NLL | reached at step "
@@ -214,7 +231,7 @@ def table(curves: list[Curve]) -> list[str]:
         else:
             at, hours = f"{c.steps[i]:,}", f"{c.hours[i]:.2f}"
             tflops = f"{c.gflops[i] / 1e3:,.0f}"
-            verdict = "yes" if c.steps[i] <= PROTOCOL_STEPS // 4 else "no"
+            verdict = goal_verdict(c, c.steps[i])
         rows.append(
             f"| {c.recipe} | {c.what} | 1 | {c.steps_planned:,} | {goal:.3f} | {at} | {hours} "
             f"| {tflops} | {verdict} | {c.nll[best]:.3f} ({c.steps[best]:,}) | {test_score(c)} |"
@@ -310,8 +327,20 @@ def reading(curves: list[Curve]) -> str:
     for c in curves:
         i = c.reached(c.goal)
         where = "did not reach" if i is None else f"reached at step {c.steps[i]:,}"
-        parts.append(f"{c.recipe} {where} the paper's {KERNEL_NAMES[c.kernel]} {c.goal:.3f}")
-    return "; ".join(parts) + "."
+        text = f"{c.recipe} {where} the paper's {KERNEL_NAMES[c.kernel]} {c.goal:.3f} on validation"
+        test = c.test_nll()
+        if test is not None:
+            side = "at or below" if test <= c.goal else "above"
+            text += (
+                f", and its test NLL after {c.steps[-1]:,} steps is {test:.3f} ± "
+                f"{c.test['ll_se']:.3f}, {abs(test - c.goal):.3f} {side} the paper's"
+            )
+        parts.append(text)
+    return (
+        "; ".join(parts) + ". Validation and test differ: on the same finished runs the 32 "
+        "validation batches score lower NLLs than the 5,000 test batches (compare the last two "
+        "columns), so a recipe meets the goal only by its test NLL."
+    )
 
 
 if __name__ == "__main__":

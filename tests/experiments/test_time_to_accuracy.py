@@ -28,7 +28,7 @@ def test_a_curve_from_the_metrics_log(tmp_path):
     assert per_step > 0 and c.gflops == pytest.approx([200 * per_step, 400 * per_step])
     assert c.reached(-0.453) == 1 and c.reached(-0.5) is None
     rows = tta.table([c])
-    assert "| 400 |" in rows[2] and "| yes |" in rows[2]
+    assert "| 400 |" in rows[2] and "| on validation; test not yet scored |" in rows[2]
     assert tta.curve("x", "kr1-rbf-tnp-kr-full", "tnp-kr-full", "x", root=tmp_path / "no") is None
 
 
@@ -68,3 +68,16 @@ def test_a_finished_run_is_scored_once_and_the_cell_reused(tmp_path, monkeypatch
     assert calls == [(2, tmp_path / "cells" / f"{run}-test2.json")]
     assert tta.test_score(c) == "-0.500 ± 0.010 (-0.600)"
     assert tta.table([c])[2].endswith("| -0.500 ± 0.010 (-0.600) |")
+
+
+def test_the_goal_is_met_only_by_the_test_nll(tmp_path):
+    """A run that passes the paper's NLL on validation but not on the test set is a 'no'."""
+    run = "tta-kr1-rbf-tnp-kr-full-adamw-25k"
+    (tmp_path / run).mkdir()
+    (tmp_path / run / "metrics.csv").write_text(LOG)
+    c = tta.curve("recipe", run, "tnp-kr-full", "x", root=tmp_path)
+    c.test = {"ll": 0.445, "ll_se": 0.002, "oracle_ll": 0.568}
+    assert tta.goal_verdict(c, 400) == "no: test NLL -0.445 is above it"
+    c.test = {"ll": 0.46, "ll_se": 0.002, "oracle_ll": 0.568}
+    assert tta.goal_verdict(c, 400) == "yes" and tta.goal_verdict(c, 30_000) == "no"
+    assert "at or below the paper's" in tta.reading([c])
