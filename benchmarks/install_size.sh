@@ -3,8 +3,9 @@
 # clone, the zoo predict in the core one, and a clone's .git size. Run from anywhere:
 #   bash benchmarks/install_size.sh [REPO]   (prints "core N MB ...", "all N MB ...", the .git MB)
 set -e
-cd /tmp/sz
-git clone -q "${1:-$(git -C "$(dirname "$0")/.." rev-parse --show-toplevel)}" src
+REPO="${1:-$(git -C "$(dirname "$0")/.." rev-parse --show-toplevel)}"
+rm -rf /tmp/sz && mkdir -p /tmp/sz && cd /tmp/sz
+git clone -q "$REPO" src
 for kind in core all; do
   python3 -m venv v-$kind
   v-$kind/bin/pip install -q --upgrade pip
@@ -18,4 +19,4 @@ m = tnpx.pretrained("gp1d-v2-tnp")
 ctx = pd.DataFrame({"x": np.linspace(0, 1, 10), "y": np.sin(6 * np.linspace(0, 1, 10))})
 print(tnpx.predict(m, ctx, pd.DataFrame({"x": [0.5, 0.55]})).round(3))
 P
-rm -rf /tmp/sz/clone && git clone -q --no-local "${1:-$(git -C "$(dirname "$0")/.." rev-parse --show-toplevel)}" /tmp/sz/clone && du -sm /tmp/sz/clone/.git
+rm -rf /tmp/sz/clone && git clone -q --no-local "$REPO" /tmp/sz/clone && du -sm /tmp/sz/clone/.git
