@@ -77,6 +77,11 @@ RECIPES = {
         "tnp-kr-full",
         ADAMW_WHAT,
     ),
+    "adamw-1e-3-warmup-25k (tnp-kr-full)": (
+        "tta-kr1-rbf-tnp-kr-full-adamw1e3-25k",
+        "tnp-kr-full",
+        "AdamW 1e-3, 1k warm-up, cosine to 1e-2 of it over 25k steps",
+    ),
     "adamw-warmup-25k (tnp-d)": ("tta-kr1-rbf-tnp-d-adamw-25k", "tnp-d", ADAMW_WHAT),
     "protocol (tnp-kr-full, Matérn-3/2)": (
         "kr1-matern32-tnp-kr-full",
