@@ -1,96 +1,35 @@
-"""A gridded field as extra context of the ``stations`` source (tnpx.data.stations_grid): one
-context set of grid cells and stations with per-output masks, each cell's inputs and value
-re-derived in float64 from the grid, the grid time step each task reads, the grid normalised on
-the training tasks' steps only, missing grid values masked, bad grids named in one line, and
-``tnpx train`` / ``tnpx eval`` end to end with ``missing_outputs: true``."""
+"""A gridded field as extra context of the ``stations`` source (tnpx.data.stations_grid), its
+batches: one context set of grid cells and stations with per-output masks, each cell's inputs
+and value re-derived in float64 from the grid, the grid time step each task reads, the grid
+normalised on the training tasks' steps only, missing grid values masked, lazy and in-memory
+reads alike, and a draw of cells reading those cells only. Bad grids are in
+test_stations_grid_errors.py, training in test_stations_grid_training.py."""
 
 from __future__ import annotations
-
-import json
 
 import numpy as np
 import pandas as pd
 import pytest
 import torch
+from stations_grid_data import (
+    COLUMNS,
+    LAT,
+    LON,
+    N_CELLS,
+    SPLIT_NAMES,
+    make_stations,
+    sampler_of,
+    xr,
+)
 
-import tnpx
-from tnpx.cli import main
-from tnpx.config import load_config
-from tnpx.data import SPLITS, batch_at, build_sampler
+from tnpx.data import batch_at
 from tnpx.data.era5_regions import time_values
 from tnpx.data.stations import StationsSampler
 from tnpx.data.stations_grid import GridContext
-from tnpx.data.user_files import DataError
-from tnpx.training.loop import build_train_sampler, fit, validation_ll
 
-xr = pytest.importorskip("xarray")
-pytest.importorskip("netCDF4")
-
-SPLIT_NAMES = list(SPLITS)
-LAT, LON = np.linspace(50.0, 55.0, 6), np.linspace(0.0, 7.0, 8)
-N_CELLS = len(LAT) * len(LON)
-DAYS, N_STATIONS = 40, 12
-COLUMNS = {"time": "time", "coords": ["lat", "lon"], "y": ["temp"]}
-SMALL = {"dim_model": 32, "n_layers": 2, "n_heads": 2, "dim_head": 16, "dim_ff": 32,
-         "n_embed_hidden": 1, "n_decoder_hidden": 1}  # fmt: skip
-
-
-def make_grid(days: int = DAYS, seed: int = 0, trend: float = 0.1) -> xr.Dataset:
-    """A daily field ``t2m (time, lat, lon)`` (00:00) from 2024-03-01: a random smooth pattern
-    each day on a ``trend`` per day, so the later (held-out) days have larger values."""
-    rng = np.random.default_rng(seed)
-    a, b = rng.uniform(0.5, 2, (2, days, 1, 1))
-    phase = rng.uniform(0, 2 * np.pi, (2, days, 1, 1))
-    t2m = (
-        np.sin(a * LAT[None, :, None] + phase[0])
-        + np.cos(b * LON[None, None, :] + phase[1])
-        + trend * np.arange(days)[:, None, None]
-    )
-    times = pd.date_range("2024-03-01", periods=days, freq="D")
-    return xr.Dataset(
-        {"t2m": (("time", "lat", "lon"), t2m)}, coords={"time": times, "lat": LAT, "lon": LON}
-    )
-
-
-def make_stations(grid: xr.Dataset, hour: int = 6, seed: int = 0) -> pd.DataFrame:
-    """Daily readings at ``hour``:00 of stations on grid cells: the day's grid value there plus
-    noise, a few readings missing: ``time, lat, lon, temp``."""
-    rng = np.random.default_rng(seed)
-    cells = rng.choice(N_CELLS, N_STATIONS, replace=False)
-    i, j = np.unravel_index(cells, (len(LAT), len(LON)))
-    values = grid["t2m"].values[:, i, j]  # [days, stations]
-    days = grid["time"].values
-    frame = pd.DataFrame(
-        {
-            "time": np.repeat(days, N_STATIONS) + np.timedelta64(hour, "h"),
-            "lat": np.tile(LAT[i], len(days)),
-            "lon": np.tile(LON[j], len(days)),
-            "temp": values.ravel() + 0.05 * rng.standard_normal(values.size),
-        }
-    )
-    return frame[rng.uniform(size=len(frame)) > 0.05].reset_index(drop=True)
-
-
-@pytest.fixture(scope="module")
-def grid() -> xr.Dataset:
-    return make_grid()
-
-
-@pytest.fixture(scope="module")
-def stations(grid) -> pd.DataFrame:
-    return make_stations(grid)
-
-
-@pytest.fixture(scope="module")
-def nc(tmp_path_factory, grid):
-    path = tmp_path_factory.mktemp("grid") / "t2m.nc"
-    grid.to_netcdf(path)
-    return path
-
-
-def sampler_of(frame, grid_options: dict, batch_size: int = 4, **options) -> StationsSampler:
-    options = {**COLUMNS, **options}
-    return StationsSampler.from_frame(frame, batch_size, grid=grid_options, **options)
+# The shared fixtures (grid, nc, stations), imported apart so the noqa covers them only.
+# isort: split
+from stations_grid_data import grid_fixture, nc_fixture, stations_fixture  # noqa: F401 (fixtures)
 
 
 def in_data_units(sampler, x: torch.Tensor, y: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
@@ -105,12 +44,6 @@ def in_data_units(sampler, x: torch.Tensor, y: torch.Tensor) -> tuple[np.ndarray
 
 def hours(key: str) -> float:
     return float(time_values(np.array([np.datetime64(key)], "datetime64[ns]"))[0])
-
-
-def one_line(err: pytest.ExceptionInfo) -> str:
-    text = str(err.value)
-    assert "\n" not in text, text
-    return text
 
 
 # --- batches: one context set of cells and stations ---------------------------------------------
@@ -257,6 +190,7 @@ def drawn_as_before(grid: GridContext, batch, split: str, g: torch.Generator):
 def test_points_read_only_the_drawn_cells_and_draw_the_batch_as_before(
     tmp_path, grid, nc, stations, source
 ):
+
     from tnpx.data.base import task_generator
     from tnpx.data.table import TableSampler
 
@@ -287,127 +221,3 @@ def test_points_read_only_the_drawn_cells_and_draw_the_batch_as_before(
         torch.testing.assert_close(got.xc[:, :7], x, rtol=0, atol=0)
         torch.testing.assert_close(got.yc[:, :7, 1:], y, rtol=0, atol=0)
         assert got.mask_yc[:, :7, 1].all() and not got.mask_yc[:, :7, 0].any()
-
-
-@pytest.mark.slow  # 200 training steps of two models: about 10 s
-def test_a_model_given_the_grid_predicts_the_stations_better():
-    """With one to three context stations a day, the day's field is unknown without the grid;
-    with it, a target station's value is its cell's (validation LL -0.30 against -1.41 when
-    written; seeds 1 and 2 of the weights: -0.25 / 0.26 against -1.41)."""
-    grid = make_grid(days=120, trend=0.0)
-    frame = make_stations(grid)
-    lls = {}
-    for name, options in (("grid", {"grid": {"path": grid, "y": ["t2m"]}}), ("alone", {})):
-        sampler = StationsSampler.from_frame(frame, 8, ctx_fraction=[0.1, 0.3], **COLUMNS,
-                                             **options)  # fmt: skip
-        torch.manual_seed(0)
-        model = tnpx.build_model("tnp", 2, sampler.dim_y, missing_outputs=True, **SMALL)
-        optimiser = torch.optim.Adam(model.parameters(), 3e-3)
-        for step in range(200):
-            loss = -model.log_likelihood(batch_at(sampler, step)).mean()
-            optimiser.zero_grad()
-            loss.backward()
-            optimiser.step()
-        lls[name] = validation_ll(model, sampler, 4, torch.device("cpu"))
-    assert lls["grid"] > lls["alone"] + 0.5, lls
-
-
-# --- bad grids: one line naming the file and the variable ---------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("options", "words"),
-    [
-        ({"y": ["sst"]}, ["no variable 'sst'", "it has: t2m"]),
-        ({"y": ["t2m"], "dims": ["lat"]}, ["grid.dims ['lat']", "coords ['lat', 'lon']", "'t2m'"]),
-        ({"y": ["t2m"], "dims": ["lat", "x"]}, ["no dim 'x'", "grid.dims", "'t2m'"]),
-        ({"y": ["t2m"], "time": "date"}, ["no dim 'date'", "grid.time", "'t2m'"]),
-    ],
-)
-def test_a_grid_that_does_not_fit_is_named(nc, stations, options, words):
-    with pytest.raises(DataError) as err:
-        sampler_of(stations, {"path": str(nc), **options})
-    text = one_line(err)
-    assert text.startswith(str(nc)) and all(w in text for w in words), text
-
-
-def test_a_task_before_the_grid_is_named(nc, grid, stations):
-    early = make_stations(grid).assign(time=lambda f: f["time"] - pd.Timedelta(days=3))
-    with pytest.raises(DataError) as err:
-        sampler_of(early, {"path": str(nc), "y": ["t2m"]})
-    text = one_line(err)
-    assert text.startswith(str(nc)) and "'t2m'" in text, text
-    assert "train task time=2024-02-27 06:00:00" in text and "3 such task(s)" in text, text
-
-
-def test_a_grid_that_ends_before_the_stations_is_named(grid, stations):
-    with pytest.raises(DataError, match="before the train task time=2024-03-31 06:00:00"):
-        sampler_of(stations, {"path": grid.isel(time=slice(0, 30)), "y": ["t2m"]})
-
-
-def test_grid_and_stations_on_other_clocks_or_places_are_named(grid, stations):
-    numbers = stations.assign(time=(stations["time"] - stations["time"].min()).dt.days)
-    with pytest.raises(DataError, match="holds dates but the stations' 'time' holds numbers"):
-        sampler_of(numbers, {"path": grid, "y": ["t2m"]})
-    east = stations.assign(lon=stations["lon"] + 180)
-    with pytest.raises(DataError, match="the stations' 'lon' runs from 18.* same units"):
-        sampler_of(east, {"path": grid, "y": ["t2m"]})
-
-
-@pytest.mark.parametrize(
-    ("options", "words"),
-    [
-        ({"y": ["t2m"], "level": 850}, "unknown grid option(s) ['level']"),
-        ({"y": ["t2m"], "points": 0}, "grid.points must be a positive integer"),
-        ({"y": ["t2m"], "match": "after"}, "grid.match must be one of"),
-        ({"y": []}, "name the grid's variable(s)"),
-    ],
-)
-def test_bad_grid_options_are_named(grid, stations, options, words):
-    with pytest.raises(ValueError) as err:
-        sampler_of(stations, {"path": grid, **options})
-    assert words in one_line(err)
-
-
-def test_a_grid_variable_named_as_a_station_output_is_refused(grid, stations):
-    with pytest.raises(ValueError, match=r"grid variable\(s\) \['t2m'\] have the name"):
-        sampler_of(stations.rename(columns={"temp": "t2m"}), {"path": grid, "y": ["t2m"]},
-                   y=["t2m"])  # fmt: skip
-
-
-# --- end to end: train with missing_outputs, the normalisation stored, eval ---------------------
-
-CONFIG = """
-name: stations-grid
-model: {{name: tnp, dim_x: 2, dim_y: 2, dim_model: 16, n_layers: 1, n_heads: 2, dim_head: 8,
-        dim_ff: 16, n_embed_hidden: 1, n_decoder_hidden: 1, missing_outputs: {missing}}}
-data: {{name: stations, path: {path}, time: time, coords: [lat, lon], y: [temp], max_tgt: 8,
-       batch_size: 4, grid: {{path: {grid}, y: [t2m], points: 24}}}}
-optim: {{name: adamw, lr: 1.0e-2}}
-schedule: {{name: cosine, warmup_steps: 2}}
-train: {{steps: 6, log_every: 3, val_every: 6, val_batches: 1, checkpoint_every: 1000,
-        progress: false, out_dir: {out}}}
-eval: {{n_batches: 2, batch_size: 4}}
-"""
-
-
-def test_train_and_evaluate_with_a_grid_context(tmp_path, nc, stations):
-    path = tmp_path / "readings.csv"
-    stations.to_csv(path, index=False)
-    config = tmp_path / "run.yaml"
-    text = {"path": path, "grid": nc, "out": tmp_path / "run"}
-    config.write_text(CONFIG.format(missing="false", **{**text, "out": tmp_path / "refused"}))
-    with pytest.raises(ValueError, match="missing output values"):
-        fit(load_config(config))
-    config.write_text(CONFIG.format(missing="true", **text))
-    cfg = load_config(config)
-    fit(cfg)
-    model = tmp_path / "run" / "model.pt"
-    stored = tnpx.checkpoint.read_checkpoint(model)["normalisation"]
-    assert stored == build_train_sampler(cfg).normalisation
-    assert stored["y"]["columns"] == ["temp", "t2m"]
-    out = tmp_path / "eval.json"
-    assert main(["eval", str(model), "--out", str(out), "--no-baselines"]) == 0
-    (ours,) = json.loads(out.read_text())["rows"]
-    assert ours["n_tasks"] == 8 and np.isfinite(ours["ll"]) and np.isfinite(ours["rmse"][0])
-    assert build_sampler("stations", **cfg.data_options(test=True)).dim_y == 2

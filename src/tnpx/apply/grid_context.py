@@ -34,7 +34,13 @@ import numpy as np
 
 from ..data.grid_cells import cell_coords, read_cells
 from ..data.grid_files import open_grid
-from ..data.stations_grid import GridOptions, StationSide, _match, _space_dims, _task_times
+from ..data.stations_grid_match import (
+    GridOptions,
+    StationSide,
+    match_steps,
+    space_dims,
+    task_times,
+)
 from ..data.table_checks import _as_list
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -77,9 +83,9 @@ def grid_context_rows(
     side = StationSide(coords, station_y, trained["time"], {"predict": [key]}, {},
                        bool(trained.get("time_as_input")), True, {})  # fmt: skip
     data = open_grid(o.path, grid_y, [], o.select)
-    dims = _space_dims(data, o, side)
-    when = _task_times(data, o.time, side)["predict"]
-    step = int(_match(data, o, data.coords[o.time], when, side, "predict")[0])
+    dims = space_dims(data, o, side)
+    when = task_times(data, o.time, side)["predict"]
+    step = int(match_steps(data, o, data.coords[o.time], when, side, "predict")[0])
     cells = cell_coords(data, dims)  # [n_cells, n_coords]
     points = o.points if points is None else points
     pick = None

@@ -17,10 +17,10 @@ on the earliest tasks, validates on the next and tests on the latest, so a model
 a future it never saw; ``split_by: task`` hashes each time step instead.
 
 Built on the ``table`` source (:mod:`tnpx.data.table`): this module checks the stations'
-own columns, turns times into task keys (a number, or a date as text such as
-``2024-01-31 12:00:00``; a window's key is its start), then hands the long table of keys,
-inputs and outputs to :class:`~tnpx.data.table.TableSampler`, which reads, checks, splits,
-normalises (on the training tasks) and pads batches. Bad data is a one-line
+own columns, turns times into task keys (:mod:`tnpx.data.stations_windows`: a number, or a
+date as text such as ``2024-01-31 12:00:00``; a window's key is its start), then hands the
+long table of keys, inputs and outputs to :class:`~tnpx.data.table.TableSampler`, which reads,
+checks, splits, normalises (on the training tasks) and pads batches. Bad data is a one-line
 :class:`~tnpx.data.user_files.DataError` naming the file, row and column.
 
 A gridded field joins as extra context, DeepSensor-style (``grid: {path: era5.nc, y: [t2m]}``,
@@ -49,11 +49,12 @@ import torch
 
 from ..batch import Batch
 from .stations_grid import GridContext, station_side
+from .stations_windows import check_window, window_keys
 from .table import TableSampler
 from .table_checks import _as_list
 from .table_config import TableConfig, TaskDraws
 from .table_reading import _read, _require
-from .table_times import is_dates, parse_times
+from .table_times import parse_times
 from .user_files import DataError, Table
 
 if TYPE_CHECKING:  # pandas is imported where it is used, so `import tnpx` stays light
@@ -73,7 +74,7 @@ class StationsConfig(TaskDraws):
     offset (``"1D"``, ``"6h"``, ``"W"``) for dates; ``time_as_input`` adds each reading's
     offset within its window as an input. ``split_by``: ``time`` (the latest tasks are test)
     or ``task`` (hashed). ``grid``: a gridded field as extra context (path, y, dims, ...:
-    :class:`~tnpx.data.stations_grid.GridOptions`). The other options are the ``table``
+    :class:`~tnpx.data.stations_grid_match.GridOptions`). The other options are the ``table``
     source's (:class:`~tnpx.data.table.TableConfig`).
     """
 
@@ -202,51 +203,13 @@ def _check_options(c: StationsConfig, has_frame: bool) -> _Columns:
             f"stations: split_by must be time or task, got {c.split_by!r} (every time step "
             "holds stations of every region, so regions cannot be held out whole)"
         )
-    _check_window(c.window)
+    check_window(c.window)
     if c.time_as_input and c.window is None:
         raise ValueError(
             "stations: time_as_input needs a window (without one, every reading of a task "
             "has the same time)"
         )
     return cols
-
-
-def _check_window(window) -> None:
-    if window is None:
-        return
-    if isinstance(window, bool) or not isinstance(window, (int, float, str)):
-        raise ValueError(
-            f"stations: window must be a number, a pandas offset or null, got {window!r}"
-        )
-    if isinstance(window, str):
-        _window_kind(window)
-    elif not (np.isfinite(window) and window > 0):
-        raise ValueError(f"stations: window must be > 0, got {window!r}")
-
-
-def _window_kind(window: str) -> str:
-    """``"width"`` for a fixed width of time (``1D``, ``6h``, ``30min``), ``"period"`` for a
-    calendar period (``W``, ``M``, ``Y``); a ``ValueError`` for anything else."""
-    import pandas as pd
-    from pandas.tseries.frequencies import to_offset
-    from pandas.tseries.offsets import Day, Tick
-
-    try:
-        offset = to_offset(window)
-    except ValueError:
-        offset = None  # "M", "Y": periods, not offsets
-    if isinstance(offset, (Tick, Day)):
-        if pd.Timedelta(offset) <= pd.Timedelta(0):
-            raise ValueError(f"stations: window {window!r} must be a positive width of time")
-        return "width"
-    try:
-        pd.Period("2000-01-01", freq=window)
-    except ValueError:
-        raise ValueError(
-            f"stations: window {window!r} is neither a width of time (such as '1D', '6h' or "
-            "'30min') nor a calendar period (such as 'W', 'M' or 'Y')"
-        ) from None
-    return "period"
 
 
 # -- the long table of tasks -------------------------------------------------------------------
@@ -261,7 +224,7 @@ def _task_table(table: Table, cols: _Columns, c: StationsConfig) -> Table:
     if len(table.frame) == 0:
         raise DataError(f"{table.name}: the table has no rows")
     times = parse_times(table, cols.time)
-    key, offset = _windows(table, times, cols.time, c.window)
+    key, offset = window_keys(table, times, cols.time, c.window)
     frame = table.frame
     columns = {cols.time: key, **{col: frame[col] for col in cols.coords}}
     if c.time_as_input:
@@ -271,45 +234,6 @@ def _task_table(table: Table, cols: _Columns, c: StationsConfig) -> Table:
     tasks.columns = list(columns)  # as given, whatever their type
     _check_repeats(table, tasks, frame, cols, c)
     return Table(tasks, table.name, table.from_file, table.offset)
-
-
-def _windows(
-    table: Table, times: pd.Series, col: str, window: float | str | None
-) -> tuple[pd.Series, np.ndarray]:
-    """Each row's task key ``[rows]`` (a number, or a date as text) and its time since its
-    window's start ``[rows]`` (hours for dates)."""
-    import pandas as pd
-
-    dates = is_dates(times)
-    if window is not None and dates != isinstance(window, str):
-        what, want = ("dates", "a pandas offset such as '1D'") if dates else ("numbers", "a number")
-        raise DataError(
-            f"{table.name}, column {col!r}: the times are {what}, so window must be {want}, "
-            f"got {window!r}"
-        )
-    if window is None:
-        starts = times
-    elif not dates:
-        starts = np.floor(times / window) * window
-    elif _window_kind(window) == "width":
-        starts = times.dt.floor(window)
-    else:
-        starts = _period_starts(times, window)
-    if not dates:
-        return starts, (times - starts).to_numpy(np.float64)
-    offset = ((times - starts) / pd.Timedelta(hours=1)).to_numpy(np.float64)
-    return starts.astype(str), offset  # text keys: dates as written, not integer ticks
-
-
-def _period_starts(times: pd.Series, window: str) -> pd.Series:
-    """The start of each time's calendar period (``W``, ``M``, ...), in its time zone."""
-    import warnings
-
-    tz = times.dt.tz
-    with warnings.catch_warnings():  # periods have no time zone: it is put back below
-        warnings.simplefilter("ignore", UserWarning)
-        starts = times.dt.to_period(window).dt.start_time
-    return starts if tz is None else starts.dt.tz_localize(tz)
 
 
 def _check_repeats(

@@ -31,80 +31,27 @@ transformer NPs; training says so otherwise).
 
 Reading is the ``grid`` source's (:func:`~tnpx.data.grid_files.open_grid`): NetCDF files, a
 Zarr store, or from Python an ``xarray.Dataset`` as ``path``; ``load: auto | memory | lazy``.
+The ``grid:`` options, the dims and time checks and the time match are
+:mod:`tnpx.data.stations_grid_match`'s, shared with predicting
+(:func:`tnpx.apply.grid_context.grid_context_rows`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 
 from ..batch import Batch
-from ..input_checks import check_option
-from .era5_regions import time_values
 from .grid_cells import cell_coords, read_cells
-from .grid_files import GridData, open_grid
+from .grid_files import open_grid
+from .stations_grid_match import GridOptions, StationSide, match_steps, space_dims, task_times
 from .table_checks import _as_list
 from .user_files import DataError
 
 if TYPE_CHECKING:  # pragma: no cover
     from .stations import StationsSampler
-
-MATCH = ("before", "nearest")
-
-
-@dataclass
-class GridOptions:
-    """The ``grid:`` section of a ``stations`` config (module docstring)."""
-
-    path: Any = None
-    y: str | list[str] = field(default_factory=list)
-    dims: list[str] | None = None
-    time: str = "time"
-    select: dict | None = None
-    match: str = "before"
-    points: int | None = None
-    load: str = "auto"  # auto | memory | lazy, as the grid source's
-    memory_limit_mb: float = 1024.0
-
-    @classmethod
-    def read(cls, spec: dict) -> GridOptions:
-        """``spec`` checked; a ``ValueError`` of one line for a bad option."""
-        if not isinstance(spec, dict):
-            raise ValueError(f"stations: grid must be a mapping (path, y, ...), got {spec!r}")
-        valid = [f.name for f in fields(cls)]
-        unknown = sorted(set(spec) - set(valid))
-        if unknown:
-            raise ValueError(f"stations: unknown grid option(s) {unknown}; valid: {valid}")
-        o = cls(**spec)
-        if o.path is None:
-            raise ValueError("stations: grid needs path: a NetCDF file, files or Zarr store")
-        if not _as_list(o.y):
-            raise ValueError("stations: name the grid's variable(s) (grid: {y: [VARIABLE]})")
-        check_option("stations: grid.match", o.match, MATCH)
-        check_option("stations: grid.load", o.load, ("auto", "memory", "lazy"))
-        if o.points is not None and not (type(o.points) is int and o.points >= 1):
-            raise ValueError(f"stations: grid.points must be a positive integer, got {o.points!r}")
-        return o
-
-
-@dataclass
-class StationSide:
-    """What the grid joins: the stations' ``coords``, outputs ``y`` and time column ``time``;
-    each split's task keys (``keys[split]``, in ``info["task"]`` order); the inputs' map
-    ``x_map`` (``normalisation["x"]``); each coordinate's ``extent`` ``(low, high)`` (none at
-    predict time)."""
-
-    coords: list
-    y: list
-    time: str
-    keys: dict[str, list]
-    x_map: dict
-    time_as_input: bool
-    normalise: bool
-    extent: dict
 
 
 def station_side(sampler: StationsSampler, frame) -> StationSide:
@@ -133,7 +80,7 @@ class GridContext:
         self.stations, self.y = stations, _as_list(o.y)
         self.dim_y = len(self.y)
         self.data = data = open_grid(o.path, self.y, [], o.select)
-        self.dims = _space_dims(data, o, stations)
+        self.dims = space_dims(data, o, stations)
         clash = [v for v in self.y if v in stations.y]
         if clash:
             raise ValueError(
@@ -141,9 +88,9 @@ class GridContext:
                 "the table's column(s) (each output is named once)"
             )
         self.times = data.coords[o.time]  # [n_steps] float64: hours since 1970, or numbers
-        self.task_times = _task_times(data, o.time, stations)  # split -> [n_tasks]
+        self.task_times = task_times(data, o.time, stations)  # split -> [n_tasks]
         self.steps = {
-            split: _match(data, o, self.times, when, stations, split)
+            split: match_steps(data, o, self.times, when, stations, split)
             for split, when in self.task_times.items()
         }
         if o.load == "memory" or (o.load == "auto" and data.nbytes <= o.memory_limit_mb * 2**20):
@@ -230,96 +177,6 @@ class GridContext:
         loc = (n * mean).sum(0) / total
         scale = np.sqrt((m2 + n * (mean - loc) ** 2).sum(0) / total)
         return loc, np.where(scale > 0, scale, 1.0)
-
-
-# -- checks and the time join ------------------------------------------------------------------
-def _space_dims(data: GridData, o: GridOptions, stations: StationSide) -> list[str]:
-    """The grid's dims matched to the stations' coordinates, in their order, checked."""
-    where, coords = f"{data.name}: {', '.join(map(repr, data.y))}", stations.coords
-    dims = list(coords if o.dims is None else _as_list(o.dims))
-    have = f"its dims are ({', '.join(data.dims)})"
-    if len(dims) != len(coords) or len(set(dims)) != len(dims):
-        raise DataError(
-            f"{where}: grid.dims {dims} must name one grid dim for each of the coords {coords}, "
-            f"in order; {have}"
-        )
-    for dim in [*dims, o.time]:
-        if dim not in data.dims:
-            option = "grid.time" if dim == o.time else "grid.dims"
-            raise DataError(f"{where}: no dim {dim!r} (named by {option}); {have}")
-    for dim, n in zip(data.dims, data.sizes):
-        if dim not in (*dims, o.time) and n != 1:
-            raise DataError(
-                f"{where}: dim {dim!r} has {n} points but is neither time nor one of grid.dims; "
-                f"select one (grid.select: {{{dim}: [VALUE, VALUE]}})"
-            )
-    for dim, col in zip(dims, coords):
-        if col not in stations.extent:  # at predict time: no stations' extent to check
-            continue
-        low, high = stations.extent[col]
-        grid = data.coords[dim]
-        if high < grid.min() or low > grid.max():
-            raise DataError(
-                f"{where}: the stations' {col!r} runs from {low:g} to {high:g} but the grid's "
-                f"{dim!r} from {grid.min():g} to {grid.max():g}; are they in the same units?"
-            )
-    return dims
-
-
-def _task_times(data: GridData, time: str, stations: StationSide) -> dict[str, np.ndarray]:
-    """Each split's task times ``[n_tasks]`` on the grid's clock (hours since 1970 for dates)."""
-    import pandas as pd
-
-    keys = stations.keys
-    dates = any(isinstance(k, str) for split in keys.values() for k in split)
-    index = data.labels[time]
-    grid_dates = np.issubdtype(index.dtype, np.datetime64) or (
-        len(index) > 0 and hasattr(index[0], "calendar")
-    )
-    if dates != grid_dates:
-        kinds = ("dates", "numbers")
-        raise DataError(
-            f"{data.name}: the grid's {time!r} holds {kinds[not grid_dates]} but the stations' "
-            f"{stations.time!r} holds {kinds[not dates]}; both must be dates or both numbers"
-        )
-    if not (index.is_monotonic_increasing and index.is_unique):
-        raise DataError(f"{data.name}: the grid's {time!r} is not sorted increasing")
-    out = {}
-    for split, split_keys in keys.items():
-        if not dates:
-            out[split] = np.asarray(split_keys, np.float64).reshape(-1)
-            continue
-        stamps = pd.to_datetime(pd.Index(split_keys, dtype=object), utc=True).tz_localize(None)
-        out[split] = time_values(stamps.to_numpy("datetime64[ns]"))
-    return out
-
-
-def _match(
-    data: GridData, o: GridOptions, times: np.ndarray, when: np.ndarray, st: StationSide, split
-) -> np.ndarray:
-    """The grid time step ``[n_tasks]`` of each task at times ``when``: the last at or before
-    it (``before``) or the nearest; an error naming the first task the grid does not cover."""
-    before = np.searchsorted(times, when, side="right") - 1  # -1: none at or before
-    step = before.clip(0, len(times) - 1)
-    if o.match == "nearest":
-        after = (before + 1).clip(0, len(times) - 1)
-        closer = np.abs(times[after] - when) < np.abs(when - times[step])
-        step = np.where(closer, after, step)
-    gap = np.abs(when - times[step])
-    reach = np.diff(times).max() if len(times) > 1 else 0.0  # the grid's largest time step
-    bad = (gap >= reach) & (gap > 0)
-    if o.match == "before":
-        bad |= before < 0
-    if not bad.any():
-        return step
-    i = int(np.argmax(bad))
-    labels = data.labels[o.time]
-    where = "at or before" if o.match == "before" else "near"
-    raise DataError(
-        f"{data.name}: {', '.join(map(repr, data.y))} has no {o.time!r} step {where} the "
-        f"{split} task {st.time}={st.keys[split][i]} ({int(bad.sum())} such task(s); the grid "
-        f"runs from {labels[0]} to {labels[-1]}); extend the grid or cut the stations' period"
-    )
 
 
 def _join(
