@@ -86,6 +86,9 @@ class TrainConfig:
     # model.pt holds the best validated weights (best.pt keeps them); patience N: stop after N
     # validations without a better LL (implies keep_best). src/tnpx/training/best.py
     keep_best: bool = False
+    # Validate and save an exponential moving average of the weights, this decay per step
+    # (e.g. 0.999); None: the raw weights. src/tnpx/training/ema.py
+    ema_decay: float | None = ruled(optional(fraction(high_open=True)), None)
     patience: int | None = ruled(optional(at_least(1)), None)
 
 

@@ -28,6 +28,7 @@ from ..models import NeuralProcess, build_model
 from ..weight_init import initialise
 from .batches import BatchStream
 from .best import BestSoFar
+from .ema import WeightAverage
 from .guard import TrainingDiverged, all_finite, what_diverged
 from .optim import build_optimizer, build_schedule, clip_gradients, parameter_groups
 from .setup import (
@@ -44,6 +45,7 @@ from .state import (  # noqa: F401 (experiment_of: importable from here, as befo
     experiment_of,
     last_checkpoint,
     recorded_best,
+    recorded_ema,
     recorded_seconds,
     remove_stale_temporaries,
     restore_training_state,
@@ -177,9 +179,13 @@ def _fit(
         if done_before and (out_dir / "model.pt").exists():
             if main:
                 print(f"{out_dir}: finished ({start} of {cfg.train.steps} steps); nothing to do")
+            # The run's result is its model.pt (the best or averaged weights, if it kept them)
+            model.load_state_dict(load(out_dir / "model.pt").state_dict())
             return TrainResult(model, out_dir, start, float("nan"), False, seconds_before)
         if main:
             print(f"resuming from {ckpt_path} at step {start}")
+    ema = _weight_average(cfg, model, ckpt_path if resuming else None, main)
+    evaluated = ema.module if ema is not None else model  # what validation and model.pt use
     objective: torch.nn.Module = _Objective(model)
     if world > 1:  # gradients are averaged across processes inside the wrapper's backward
         objective = torch.nn.parallel.DistributedDataParallel(
@@ -194,8 +200,9 @@ def _fit(
     def checkpoint(step: int) -> None:
         if main:
             save_training_state(
-                ckpt_path, model, optimizer, schedule, step, elapsed(), cfg, best.state()
-            )
+                ckpt_path, model, optimizer, schedule, step, elapsed(), cfg, best.state(),
+                ema.state_dict() if ema is not None else None,
+            )  # fmt: skip
 
     log = MetricLog(out_dir, main, start)
     bar = _progress_bar(cfg, start) if main and cfg.train.progress else None
@@ -218,6 +225,8 @@ def _fit(
                 raise TrainingDiverged(
                     f"{what_diverged(loss, named)} at step {step}; {_kept(ckpt_path)}"
                 )
+            if ema is not None:
+                ema.update(model)
             loss_value, steps_since = loss.item(), steps_since + 1
             done = step + 1
             if bar is not None:
@@ -230,9 +239,9 @@ def _fit(
                 val = ""
                 if main and (done % cfg.train.val_every == 0 or done == cfg.train.steps):
                     batches.idle()  # the sampler serves one thread at a time
-                    val = validation_ll(model, sampler, cfg.train.val_batches, device)
+                    val = validation_ll(evaluated, sampler, cfg.train.val_batches, device)
                     if best.enabled and best.update(done, val):
-                        save(model, out_dir / "best.pt", experiment=config_to_yaml(cfg))
+                        save(evaluated, out_dir / "best.pt", experiment=config_to_yaml(cfg))
                     if bar is not None:
                         bar.set_postfix(loss=f"{loss_value:.3f}", val_ll=f"{val:.3f}")
                 log.write(
@@ -283,10 +292,25 @@ def _fit(
     if not stopped:
         checkpoint(steps_done)
         if main:
-            _save_final_model(model, out_dir, cfg, sampler, best, steps_done, elapsed())
+            _save_final_model(evaluated, out_dir, cfg, sampler, best, steps_done, elapsed())
     if world > 1:
         dist.barrier()
-    return TrainResult(model, out_dir, steps_done, loss_value, stopped, elapsed())
+    return TrainResult(evaluated, out_dir, steps_done, loss_value, stopped, elapsed())
+
+
+def _weight_average(
+    cfg: ExperimentConfig, model: NeuralProcess, resumed_from: Path | None, main: bool
+) -> WeightAverage | None:
+    """The run's weight average (``train.ema_decay``), restored from a resumed checkpoint."""
+    if cfg.train.ema_decay is None:
+        return None
+    ema = WeightAverage(model, cfg.train.ema_decay)
+    state = recorded_ema(resumed_from) if resumed_from is not None else None
+    if state is not None:
+        ema.load_state_dict(state)
+    elif resumed_from is not None and main:  # a run that averaged nothing before: from here
+        print(f"{resumed_from} holds no weight average; averaging starts at this step")
+    return ema
 
 
 def _progress_bar(cfg: ExperimentConfig, start: int):

@@ -85,15 +85,18 @@ def save_training_state(
     seconds: float,
     cfg: ExperimentConfig,
     best: dict | None = None,
+    ema: dict | None = None,
 ) -> None:
     """Write (atomically) everything a resumed run needs to continue after ``step``
-    (``best``: the best validation so far, :class:`tnpx.training.best.BestSoFar`'s state)."""
+    (``best``: the best validation so far, :class:`tnpx.training.best.BestSoFar`'s state;
+    ``ema``: the averaged weights, :class:`tnpx.training.ema.WeightAverage`'s state)."""
     train_state = {
         "step": step,
         "optimizer": optimizer.state_dict(),
         "schedule": schedule.state_dict(),
         "seconds": seconds,
         **({"best": best} if best else {}),
+        **({"ema": ema} if ema else {}),
     }
     record = {**model_record(model), "train_state": train_state, "experiment": config_to_yaml(cfg)}
     atomic_save(record, path)
@@ -135,6 +138,11 @@ def restore_training_state(
             f"{path}: cannot resume: its optimiser or schedule state does not fit the "
             f"config's ({first_line(err)})"
         ) from err
+
+
+def recorded_ema(path: Path) -> dict | None:
+    """The averaged weights' state a training checkpoint stores (None if none)."""
+    return read_checkpoint(path).get("train_state", {}).get("ema")
 
 
 def recorded_best(path: Path) -> dict | None:
