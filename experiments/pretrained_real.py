@@ -106,10 +106,13 @@ def score(y: np.ndarray, mean: np.ndarray, std: np.ndarray) -> dict[str, float]:
 def model_label(spec: str) -> str:
     """A table label for a zoo name or a checkpoint path: the run's folder for a run's
     checkpoint (``long-runs/gp1d-v2-tnp/checkpoints/last.pt`` -> ``gp1d-v2-tnp``, since every
-    run's checkpoint is ``last.pt``), the file's stem for any other ``.pt``."""
+    run's checkpoint is ``last.pt``) or final model (``long-runs/gp1d-v2-tnp/model.pt``), the
+    file's stem for any other ``.pt``."""
     if not spec.endswith(".pt"):
         return spec
     path = Path(spec)
+    if path.name == "model.pt":
+        return path.parent.name
     return path.parent.parent.name if path.parent.name == "checkpoints" else path.stem
 
 

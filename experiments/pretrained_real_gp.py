@@ -13,14 +13,18 @@ parameters, where a quasi-Newton method converges in tens of iterations (Adam ne
 multimodal in the period, so the starts take the period from the context's Lomb-Scargle
 periodogram peak and two fixed fractions of its range, each with Matérn-1/2 and Matérn-3/2 for
 the rough part (nu cannot be optimised continuously; the evidence picks it).
+
+The fitting from several starts (:func:`best_of_starts`) and the fitted GP in the data's units
+(:class:`FittedGP`) serve the per-field GP of ``experiments/pretrained_2d_real.py`` too.
 """
 
 from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 import torch
@@ -72,22 +76,24 @@ class SeriesGP(gpytorch.models.ExactGP):
             part.outputscale = 0.3
         self.likelihood.noise = 0.1
 
-    def fit(self, max_iter: int) -> float:
-        """L-BFGS on the negative exact log marginal likelihood; returns the final value."""
-        self.train()
-        mll = gpytorch.mlls.ExactMarginalLogLikelihood(self.likelihood, self)
-        opt = torch.optim.LBFGS(self.parameters(), max_iter=max_iter, line_search_fn="strong_wolfe")
-        x, y = self.train_inputs[0], self.train_targets
 
-        def closure():
-            opt.zero_grad()
-            loss = -mll(self(x), y)
-            loss.backward()
-            return loss
+def fit_marginal_likelihood(gp: gpytorch.models.ExactGP, max_iter: int) -> float:
+    """L-BFGS on ``gp``'s negative exact log marginal likelihood (of its training data);
+    returns the final value per training point."""
+    gp.train()
+    mll = gpytorch.mlls.ExactMarginalLogLikelihood(gp.likelihood, gp)
+    opt = torch.optim.LBFGS(gp.parameters(), max_iter=max_iter, line_search_fn="strong_wolfe")
+    x, y = gp.train_inputs[0], gp.train_targets
 
-        opt.step(closure)
-        with torch.no_grad():
-            return float(mll(self(x), y))
+    def closure():
+        opt.zero_grad()
+        loss = -mll(gp(x), y)
+        loss.backward()
+        return loss
+
+    opt.step(closure)
+    with torch.no_grad():
+        return float(mll(gp(x), y))
 
 
 def periodogram_peak(x: np.ndarray, y: np.ndarray) -> float:
@@ -103,19 +109,20 @@ def periodogram_peak(x: np.ndarray, y: np.ndarray) -> float:
 
 @dataclass
 class FittedGP:
-    """A fitted series GP: predictive mean and std in the series' units at any inputs."""
+    """A fitted GP (a series' or a field's): predictive mean and std in the data's units."""
 
-    gp: SeriesGP
+    gp: gpytorch.models.ExactGP
     units: UnitMap
     nu: float
     mll: float  # per context point, of the best start
 
     def predict(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Mean and std ``[n]`` of noisy observations at ``x [n]``, in the series' units."""
-        xt = torch.as_tensor(self.units.inputs(x[:, None])[:, 0], dtype=torch.float64)
+        """Mean and std ``[n]`` of noisy observations at ``x [n]`` (one input) or
+        ``[n, dim_x]``, in the data's units."""
+        xt = torch.as_tensor(self.units.inputs(x.reshape(len(x), -1)), dtype=torch.float64)
         self.gp.eval()
         with torch.no_grad(), _exact():
-            pred = self.gp.likelihood(self.gp(xt[:, None]))
+            pred = self.gp.likelihood(self.gp(xt))
             mean, var = pred.mean.numpy(), pred.variance.numpy()
         mean = self.units.mean_to_user(mean[:, None])[:, 0]
         std = self.units.std_to_user(np.sqrt(var)[:, None])[:, 0]
@@ -127,29 +134,53 @@ def _exact():
     return gpytorch.settings.fast_computations(False, False, False)
 
 
+def context_units(xc: np.ndarray, yc: np.ndarray) -> UnitMap:
+    """The GP's units for a context ``xc [n, dim_x]``, ``yc [n]``: each input column's range
+    onto [0, 1], the outputs standardised."""
+    ranges = np.stack([xc.min(0), xc.max(0)], 1)
+    box = np.tile(UNIT_BOX, (xc.shape[1], 1))
+    return UnitMap(range_onto_box(ranges, box), standardising(yc[:, None]))
+
+
+Start = tuple[float, str, Callable[[], gpytorch.models.ExactGP]]  # nu, label, a built GP
+
+
+def best_of_starts(starts: Iterable[Start], units: UnitMap, max_iter: int, what: str) -> FittedGP:
+    """Fit the GP of every start (:func:`fit_marginal_likelihood`, Cholesky throughout) and
+    keep the one with the highest marginal likelihood; a start that fails numerically is
+    skipped with a warning naming ``what`` and its label."""
+    best = None
+    for nu, label, build in starts:
+        gp = build()
+        try:
+            with _exact(), gpytorch.settings.cholesky_jitter(1e-8):
+                mll = fit_marginal_likelihood(gp, max_iter)
+        except Exception as err:  # a start that fails numerically is skipped, not fatal
+            warnings.warn(f"{what} start ({label}) failed: {err}", stacklevel=3)
+            continue
+        if math.isfinite(mll) and (best is None or mll > best.mll):
+            best = FittedGP(gp, units, nu, mll)
+    if best is None:
+        raise RuntimeError(f"every start of the {what} failed")
+    return best
+
+
 def fit_series_gp(xc: np.ndarray, yc: np.ndarray, max_iter: int = 100) -> FittedGP:
     """Fit the series GP to a context ``xc [n]``, ``yc [n]`` (series units) from every start
     (periods x nus) and keep the one with the highest marginal likelihood."""
-    units = UnitMap(
-        range_onto_box(np.array([[xc.min(), xc.max()]]), UNIT_BOX), standardising(yc[:, None])
-    )
+    units = context_units(xc[:, None], yc)
     x = torch.as_tensor(units.inputs(xc[:, None]), dtype=torch.float64)
     y = torch.as_tensor(units.outputs(yc[:, None])[:, 0], dtype=torch.float64)
     peak = periodogram_peak(x[:, 0].numpy(), y.numpy())
-    best = None
-    for nu in NUS:
-        for period in (peak, *FIXED_PERIODS):
-            gp = SeriesGP(x, y, nu)
-            gp.initialise(period)
-            try:
-                with _exact(), gpytorch.settings.cholesky_jitter(1e-8):
-                    mll = gp.fit(max_iter)
-            except Exception as err:  # a start that fails numerically is skipped, not fatal
-                message = f"series GP start (nu {nu}, period {period:.3f}) failed: {err}"
-                warnings.warn(message, stacklevel=2)
-                continue
-            if math.isfinite(mll) and (best is None or mll > best.mll):
-                best = FittedGP(gp, units, nu, mll)
-    if best is None:
-        raise RuntimeError("every start of the series GP failed")
-    return best
+
+    def start(nu: float, period: float) -> SeriesGP:
+        gp = SeriesGP(x, y, nu)
+        gp.initialise(period)
+        return gp
+
+    starts = [
+        (nu, f"nu {nu}, period {period:.3f}", partial(start, nu, period))
+        for nu in NUS
+        for period in (peak, *FIXED_PERIODS)
+    ]
+    return best_of_starts(starts, units, max_iter, "series GP")

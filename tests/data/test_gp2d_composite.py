@@ -155,3 +155,15 @@ def test_bad_options_are_refused_in_one_line(options):
     with pytest.raises(ValueError) as err:
         build_sampler("gp2d-composite", **options)
     assert "\n" not in str(err.value)
+
+
+def test_evaluate_scores_the_oracle_on_the_2d_prior():
+    # evaluate() (tnpx eval, the zoo's scores) puts the GP oracle beside a model only for
+    # samplers that say their batches carry the oracle's information
+    from tnpx.evaluation.protocol import evaluate
+
+    sampler = build_sampler("gp2d-composite", batch_size=2, max_ctx=30, n_tgt=20, seed=3)
+    oracle = build_model("gp-oracle", 2, 1)
+    result = evaluate(oracle, sampler, n_batches=2)
+    assert result.oracle_ll is not None
+    assert result.oracle_ll == pytest.approx(result.ll, abs=1e-6)  # the oracle against itself

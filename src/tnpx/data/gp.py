@@ -83,6 +83,9 @@ class GPSampler(TaskSampler):
 
     dim_y = 1
 
+    # Batch.info holds each task's kernel and hyper-parameters: gp-oracle's exact posterior
+    exact_gp_posterior = True
+
     def __init__(self, config: GPConfig | None = None, batch_size: int = 16, seed: int = 0):
         self.config = config = config or GPConfig()
         self.kernel_ids = torch.tensor([KERNELS.index(canonical_kernel(k)) for k in config.kernels])

@@ -88,6 +88,9 @@ class GP2DCompositeSampler:
     dim_x = 2
     dim_y = 1
 
+    # Batch.info holds each task's kernel maps and variances: gp-oracle's exact posterior
+    exact_gp_posterior = True
+
     def __init__(self, config: GP2DCompositeConfig | None = None, batch_size=16, seed=0):
         self.config = c = config or GP2DCompositeConfig()
         self.batch_size, self.seed = batch_size, seed

@@ -51,7 +51,8 @@ def build_test_sampler(cfg: ExperimentConfig, **data_overrides) -> TaskSampler:
 
 
 def _has_gp_info(sampler: TaskSampler) -> bool:
-    return hasattr(sampler, "kernel_ids")
+    """Whether the sampler's batches carry what ``gp-oracle`` needs (``Batch.info``)."""
+    return bool(getattr(sampler, "exact_gp_posterior", False))
 
 
 @torch.no_grad()
