@@ -14,7 +14,9 @@ them (:mod:`experiments.pretrained_ship`; scores: :mod:`experiments.pretrained_e
     python -m experiments.pretrained --interim           # v2 long runs so far (a quick check)
     python -m experiments.pretrained --ship              # ship the finished v2 runs
     python -m experiments.pretrained --ship gp1d-v2-tnp --force   # an unfinished run's weights
-    python -m experiments.pretrained --report            # the whole 1D zoo: .../zoo.md
+    python -m experiments.pretrained --ship gp2d-te-tnp-rope      # the 2D model (its own card:
+                                                         # experiments.pretrained_ship_2d)
+    python -m experiments.pretrained --report            # the whole zoo: .../zoo.md
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from pathlib import Path
 import torch
 
 from experiments import pretrained_ship as v2
+from experiments import pretrained_ship_2d as v2_2d
 from experiments.pretrained_eval import KERNELS, score
 from tnpx.config import load_config
 from tnpx.evaluation.protocol import build_test_sampler, evaluate
@@ -159,16 +162,18 @@ finished runs (cards `src/tnpx/zoo/gp1d-v2-*.json`).
 
 
 def ship_v2(names: list[str], args: argparse.Namespace) -> int:
-    """``--ship``: each finished v2 run into ``--zoo``; 1 if any was refused (the reason on
-    stderr), else 0."""
+    """``--ship``: each finished long run into ``--zoo`` (a 2D prior's run with the 2D card,
+    :mod:`experiments.pretrained_ship_2d`); 1 if any was refused (the reason on stderr), else
+    0."""
     provenance = (git_commit(), command_line())
     refused = 0
     for name in names:
         run = v2.shipped_run(name)
         folder = Path(args.runs) / run
         config = v2.v2_config(run) if run in v2.RUNS else None
+        shipper = v2_2d if v2_2d.is_2d(folder, config) else v2
         try:
-            card = v2.ship(
+            card = shipper.ship(
                 name, folder, Path(args.zoo), config, args.force, args.batches, provenance,
                 Path(args.out),
             )  # fmt: skip
@@ -176,13 +181,23 @@ def ship_v2(names: list[str], args: argparse.Namespace) -> int:
             print(f"not shipped: {err}", file=sys.stderr)
             refused = 1
             continue
-        e, c = card["eval"], card["eval_composite"]
         print(
             f"shipped {name} ({card['steps']:,} steps{'' if card['finished'] else ', UNFINISHED'})"
-            f" into {args.zoo}: single-kernel gap {e['gap']:.3f} ± {e['gap_se']:.3f}, "
-            f"composite gap {c['gap']:.3f} ± {c['gap_se']:.3f}"
+            f" into {args.zoo}: {headline(card)}"
         )
     return refused
+
+
+def headline(card: dict) -> str:
+    """One line of a shipped card's scores: a 1D card's gaps on both priors, a 2D card's
+    :func:`experiments.pretrained_ship_2d.headline`."""
+    if card.get("dim_x") == 2:
+        return v2_2d.headline(card)
+    e, c = card["eval"], card["eval_composite"]
+    return (
+        f"single-kernel gap {e['gap']:.3f} ± {e['gap_se']:.3f}, "
+        f"composite gap {c['gap']:.3f} ± {c['gap_se']:.3f}"
+    )
 
 
 def zoo_report(args: argparse.Namespace) -> int:
@@ -215,7 +230,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--report",
         action="store_true",
-        help="write --out/zoo.md: every 1D card in --zoo in one table (--ship writes it too)",
+        help="write --out/zoo.md: every card in --zoo, 1D and 2D tables (--ship writes it too)",
     )
     args = parser.parse_args(argv)
     if args.report:

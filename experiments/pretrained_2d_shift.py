@@ -56,6 +56,7 @@ from tnpx.models import NeuralProcess, build_model
 from tnpx.zoo import checkpoint_file
 
 PRIOR = "gp2d-composite"
+SHIFT, DENSITIES, TASKS = 10.0, (2.0, 0.5), 256  # the defaults (the 2D card's shifts too)
 
 
 @dataclass(frozen=True)
@@ -157,10 +158,10 @@ def run_model(spec: str, plan: list[Condition], tasks: int) -> dict:
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", nargs="+", default=["gp2d-te-tnp-rope"])
-    parser.add_argument("--tasks", type=int, default=256, help="held-out tasks per condition")
-    parser.add_argument("--shift", type=float, default=10.0, help="translation on both axes")
+    parser.add_argument("--tasks", type=int, default=TASKS, help="held-out tasks per condition")
+    parser.add_argument("--shift", type=float, default=SHIFT, help="translation on both axes")
     parser.add_argument(
-        "--densities", nargs="*", type=float, default=[2.0, 0.5], help="density factors"
+        "--densities", nargs="*", type=float, default=list(DENSITIES), help="density factors"
     )
     parser.add_argument("--out", default="results/pretrained")
     parser.add_argument("--name", default="shifts-2d", help="file name stem under --out")

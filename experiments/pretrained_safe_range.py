@@ -27,9 +27,9 @@ from tnpx.apply.predict import training_domain
 from tnpx.checkpoint import load
 from tnpx.evaluation.extrapolation import (
     DEFAULT_EDGES,
-    PROFILE_TARGETS,
     distance_profile,
     prior_profile_sampler,
+    profile_targets,
     safe_range,
 )
 from tnpx.provenance import command_line, git_commit, hardware
@@ -56,7 +56,7 @@ def measure(checkpoint: Path, n_batches: int = BATCHES, progress: bool = False) 
         **found.as_dict(),
         "n_tasks": n_batches * sampler.batch_size,
         "tasks": f"{cfg.data['name']} prior, test split, eval.seed {cfg.eval.seed}, "
-        + ", ".join(f"{k} {v}" for k, v in PROFILE_TARGETS.items()),
+        + ", ".join(f"{k} {v}" for k, v in profile_targets(cfg).items()),
         "seconds": time.perf_counter() - start,
         "profile": [vars(b) for b in profile],
     }

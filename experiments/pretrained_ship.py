@@ -8,7 +8,9 @@ schema of today's (``src/tnpx/zoo/gp1d-tnp.json``) with the scores of
 :mod:`experiments.pretrained_eval` (``eval`` and ``per_kernel``: the single-kernel prior on
 today's tasks; ``eval_composite``: the composite prior) and, when
 ``results/pretrained/real-series*.json`` scored the model by its zoo name, the real-series
-summary. ``experiments/pretrained.py --ship`` / ``--interim`` run these. When the runs finish:
+summary. ``experiments/pretrained.py --ship`` / ``--interim`` run these (a 2D prior's run
+ships with its own card from the same helpers: :mod:`experiments.pretrained_ship_2d`). When the
+runs finish:
 
     python -m experiments.pretrained --ship        # both v2 runs into src/tnpx/zoo
     python -m experiments.pretrained_real --models gp1d-tnp gp1d-te-tnp gp1d-v2-tnp \
@@ -107,10 +109,17 @@ def real_series_summary(name: str, results: Path) -> dict | None:
     """The per series and kind RMSE / NLL (mean, s.e.) of zoo model ``name`` and of the fitted
     GP from the last by name of ``results/real-series*.json`` that scored ``name`` (so
     ``real-series-v2`` before ``real-series``), or None."""
+    return scored_summary(name, results, "real-series", "n_splits")
+
+
+def scored_summary(name: str, results: Path, stem: str, count: str) -> dict | None:
+    """Zoo model ``name``'s summary row and the fitted GP's for every result key of the last by
+    name of ``results/<stem>*.json`` that scored ``name`` (``count``: the file's number of
+    splits or windows per key), with the file's name and commit; None if none scored it."""
     from experiments.pretrained_real_report import GP
 
     # by stem: "real-series.json" sorts after "real-series-v2.json" ('.' > '-'), its stem before
-    for path in sorted(results.glob("real-series*.json"), key=lambda p: p.stem, reverse=True):
+    for path in sorted(results.glob(f"{stem}*.json"), key=lambda p: p.stem, reverse=True):
         run = json.loads(path.read_text())
         label = next((lab for lab, spec in run.get("models", {}).items() if spec == name), None)
         if label is None:
@@ -119,7 +128,7 @@ def real_series_summary(name: str, results: Path) -> dict | None:
             key: {"model": r["summary"][label], GP: r["summary"][GP]}
             for key, r in run["results"].items()
         }
-        return {"file": path.name, "commit": run["commit"], "n_splits": run["n_splits"], **rows}
+        return {"file": path.name, "commit": run["commit"], count: run[count], **rows}
     return None
 
 
@@ -142,6 +151,75 @@ def earlier_stages(name: str, root: Path) -> list[dict]:
             }
         )
     return stages
+
+
+def card_fields(
+    name: str,
+    folder: Path,
+    model,
+    cfg: ExperimentConfig,
+    config: str,
+    status: RunStatus,
+    provenance: tuple[str, str],
+    prior: str,
+) -> dict:
+    """The fields every card shipped from run ``folder`` opens with, in the cards' order
+    (``prior``: its ``trained_on`` sentence). ``eval_s`` is None until the scores are in."""
+    return {
+        "name": name,
+        "model": model.name,
+        "params": sum(p.numel() for p in model.parameters()),
+        "trained_on": prior,
+        "config": config,
+        "steps": status.steps_done,
+        "batch_size": cfg.data["batch_size"],
+        "command": provenance[1],
+        "train_command": (
+            f"python -m experiments.long_runs advance --runs {' '.join(STAGES.get(name, [name]))} "
+            "--minutes M"
+        ),
+        "commit": provenance[0],
+        "hardware": hardware(),  # where this card was evaluated; the run trained in slices
+        "train_s": None if status.train_hours is None else status.train_hours * 3600,
+        "eval_s": None,
+        "translation_equivariant": model.translation_equivariant,
+        "finished": status.finished,
+        "steps_planned": status.steps_total,
+        "run": _relative(folder),
+    }
+
+
+def check_entry(model, config: str) -> dict:
+    """A card's ``check``: the first :data:`CHECK_BATCHES` test batches of ``config``'s prior,
+    without the oracle (tests/app/test_zoo.py repeats it on the shipped model)."""
+    check = evaluate(model, build_test_sampler(load_config(config)), CHECK_BATCHES, oracle=False)
+    return {"batches": CHECK_BATCHES, "n_tasks": check.n_tasks, "ll": check.ll}
+
+
+def add_stages(card: dict, name: str, folder: Path) -> None:
+    """Record in ``card`` the earlier stages zoo model ``name`` was fine-tuned from, when
+    ``folder`` is its last stage: the card's steps and time are that stage's, the totals all."""
+    stages = earlier_stages(name, folder.parent) if folder.name == shipped_run(name) else []
+    if stages:
+        card["stages"] = stages
+        card["steps_total"] = card["steps"] + sum(st["steps"] for st in stages)
+        card["train_s_total"] = (card["train_s"] or 0) + sum(st["train_s"] or 0 for st in stages)
+
+
+def write_zoo(name: str, source: Path, card: dict, zoo: Path) -> None:
+    """Write ``zoo/name.pt`` (``source``'s record without its training state) and the card.
+
+    Raises:
+        ValueError: the checkpoint would exceed :data:`MAX_BYTES` (nothing is left written).
+    """
+    record = {k: v for k, v in read_checkpoint(source).items() if k != "train_state"}
+    zoo.mkdir(parents=True, exist_ok=True)
+    atomic_save(record, zoo / f"{name}.pt")
+    size = (zoo / f"{name}.pt").stat().st_size
+    if size > MAX_BYTES:
+        (zoo / f"{name}.pt").unlink()
+        raise ValueError(f"{name}: {size:,} bytes, over the zoo's {MAX_BYTES:,} per model")
+    (zoo / f"{name}.json").write_text(json.dumps(card, indent=1) + "\n")
 
 
 def ship(
@@ -172,54 +250,19 @@ def ship(
     config = config or str(folder / "config.yaml")
     cfg = experiment(source)
     model = load(source).eval()
+    card = card_fields(name, folder, model, cfg, config, status, provenance, trained_on(cfg))
     start = time.perf_counter()
     scores = score(model, cfg, n_batches or cfg.eval.n_batches)
-    sampler = build_test_sampler(load_config(config))
-    check = evaluate(model, sampler, CHECK_BATCHES, oracle=False)
-    card = {
-        "name": name,
-        "model": model.name,
-        "params": sum(p.numel() for p in model.parameters()),
-        "trained_on": trained_on(cfg),
-        "config": config,
-        "steps": status.steps_done,
-        "batch_size": cfg.data["batch_size"],
-        "command": provenance[1],
-        "train_command": f"python -m experiments.long_runs advance --runs {name} --minutes M",
-        "commit": provenance[0],
-        "hardware": hardware(),  # where this card was evaluated; the run trained in slices
-        "train_s": None if status.train_hours is None else status.train_hours * 3600,
-        "eval_s": time.perf_counter() - start,
-        "translation_equivariant": model.translation_equivariant,
-        "finished": status.finished,
-        "steps_planned": status.steps_total,
-        "run": _relative(folder),
-        **scores,
-        "check": {"batches": CHECK_BATCHES, "n_tasks": check.n_tasks, "ll": check.ll},
-    }
-    stages = earlier_stages(name, folder.parent) if folder.name == shipped_run(name) else []
-    if stages:  # the card's steps and time are the last stage's; the total says all
-        card["stages"] = stages
-        card["steps_total"] = card["steps"] + sum(st["steps"] for st in stages)
-        card["train_s_total"] = (card["train_s"] or 0) + sum(st["train_s"] or 0 for st in stages)
-    card["train_command"] = (
-        f"python -m experiments.long_runs advance --runs {' '.join(STAGES.get(name, [name]))} "
-        "--minutes M"
-    )
+    card.update(**scores, check=check_entry(model, config))
+    card["eval_s"] = time.perf_counter() - start
+    add_stages(card, name, folder)
     from experiments.pretrained_safe_range import measure
 
     card["safe_range"] = {**measure(source), "commit": provenance[0], "command": provenance[1]}
     real = real_series_summary(name, results) if results else None
     if real is not None:
         card["real_series"] = real
-    record = {k: v for k, v in read_checkpoint(source).items() if k != "train_state"}
-    zoo.mkdir(parents=True, exist_ok=True)
-    atomic_save(record, zoo / f"{name}.pt")
-    size = (zoo / f"{name}.pt").stat().st_size
-    if size > MAX_BYTES:
-        (zoo / f"{name}.pt").unlink()
-        raise ValueError(f"{name}: {size:,} bytes, over the zoo's {MAX_BYTES:,} per model")
-    (zoo / f"{name}.json").write_text(json.dumps(card, indent=1) + "\n")
+    write_zoo(name, source, card, zoo)
     return card
 
 

@@ -3,7 +3,8 @@ the v2 long runs', on the single-kernel prior (a) and the composite prior (b) ag
 oracle; the part of each gap that no model can remove (``bayes-reference.json``,
 :mod:`experiments.pretrained_bayes`); and zero-shot on measured series beside a GP fitted per
 series (for each model the newest ``real-series*.json`` that scored it,
-:mod:`experiments.pretrained_real`).
+:mod:`experiments.pretrained_real`). The 2D models' cards (``dim_x: 2``) add a section of their
+own (:func:`experiments.pretrained_ship_2d.zoo_section`).
 
     python -m experiments.pretrained --report      # results/pretrained/zoo.{md,json}
 
@@ -21,6 +22,7 @@ from experiments.bayes_report import shortfalls
 from experiments.pretrained_eval import KERNELS, ROOT, composite_score, experiment
 from experiments.pretrained_real_report import GP
 from experiments.pretrained_ship import TARGET_GAP, V2, _relative, real_series_summary, shipped_run
+from experiments.pretrained_ship_2d import zoo_cards_2d, zoo_section
 from tnpx.checkpoint import load
 from tnpx.training.runs import run_status
 from tnpx.training.state import last_checkpoint
@@ -158,15 +160,15 @@ def _sig3(x: float) -> str:
     return f"{x:.0f}" if abs(x) >= 100 else f"{x:#.3g}"
 
 
-def real_rows(scored: dict[str, dict], kind: str) -> list[str]:
-    """RMSE and NLL per series of ``kind`` for each model of ``scored`` (name ->
-    :func:`real_series_summary`), and the fitted GP (from the first), with the GP's latency
-    over the model's."""
+def real_rows(scored: dict[str, dict], kind: str, what: str = "series") -> list[str]:
+    """RMSE and NLL per series (``what``: or field) of ``kind`` (the key's part after "/") for
+    each model of ``scored`` (name -> :func:`real_series_summary`), and the fitted GP (from the
+    first), with the GP's latency over the model's."""
     if not scored:
         return []
     names = list(scored)
     rows = [
-        "| series | "
+        f"| {what} | "
         + " | ".join(f"`{n}` RMSE" for n in names)
         + f" | {GP} RMSE | "
         + " | ".join(f"`{n}` NLL" for n in names)
@@ -187,6 +189,27 @@ def real_rows(scored: dict[str, dict], kind: str) -> list[str]:
         cells += [f"{gp['seconds'] / scored[n][key]['model']['seconds']:.0f}x" for n in names]
         rows.append(f"| {s} | " + " | ".join(cells) + " |")
     return rows
+
+
+def real_section(
+    real: dict[str, dict], kind: str, label: str, what: str = "series", per: str = "series",
+    over: str = "splits",
+) -> list[str]:  # fmt: skip
+    """The lines of :func:`real_rows` under a sentence that says what they are (``label``: of
+    ``kind``; ``what``, ``per``, ``over``: the data, what a GP is fitted to, what the means
+    are over); none when no model was scored on ``kind``."""
+    rows = real_rows(real, kind, what)
+    if not rows:
+        return []
+    files = sorted({f"`{r['file']}` (commit `{r['commit']}`)" for r in real.values()})
+    return [
+        "",
+        f"Zero-shot on measured {what}, {label}, against a GP fitted per {per} (RMSE and NLL "
+        f"per target point in the {what}' units, means over {over}; the s.e. and the details "
+        f"in {', '.join(files)}):",
+        "",
+        *rows,
+    ]
 
 
 def reading(cards: dict[str, dict], bayes: dict | None) -> str:
@@ -281,17 +304,7 @@ def report(
                 "recomputes it.",
             ]
     for kind in ("interpolation", "extrapolation"):
-        rows = real_rows(real, kind)
-        if rows:
-            files = sorted({f"`{r['file']}` (commit `{r['commit']}`)" for r in real.values()})
-            sections += [
-                "",
-                f"Zero-shot on measured series, {kind}, against a GP fitted per series (RMSE "
-                "and NLL per target point in the series' units, means over splits; the s.e. "
-                f"and the details in {', '.join(files)}):",
-                "",
-                *rows,
-            ]
+        sections += real_section(real, kind, kind)
     sections += ["", f"**Reading**: {reading(cards, bayes)}", ""]
     return "\n".join(sections)
 
@@ -336,16 +349,18 @@ def write_report(
     zoo: Path, out: Path, runs: Path, command: str, commit: str
 ) -> tuple[Path, dict[str, dict]]:
     """Write ``out/zoo.md``, ``out/zoo.json`` (the cards as reported) and ``out/zoo.png``
-    (:func:`plot_gaps`); return the report's path and the cards."""
+    (:func:`plot_gaps`); return the report's path and the 1D cards."""
     cards = with_composite(zoo_cards(zoo), zoo)
     if not cards:
         raise ValueError(f"{zoo}: no gp1d-* cards to report")
     bayes_path = out / "bayes-reference.json"
     bayes = json.loads(bayes_path.read_text()) if bayes_path.is_file() else None
     real = {n: r for n in cards if (r := real_series_summary(n, out)) is not None}
+    cards_2d = zoo_cards_2d(zoo)
     text = report(cards, bayes, real, unshipped(zoo, runs), command, commit)
+    text += zoo_section(cards_2d, out)
     out.mkdir(parents=True, exist_ok=True)
     plot_gaps(cards, bayes, out / f"{REPORT}.png")
     (out / f"{REPORT}.md").write_text(text)
-    (out / f"{REPORT}.json").write_text(json.dumps(cards, indent=1) + "\n")
+    (out / f"{REPORT}.json").write_text(json.dumps({**cards, **cards_2d}, indent=1) + "\n")
     return out / f"{REPORT}.md", cards

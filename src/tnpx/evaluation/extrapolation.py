@@ -57,26 +57,50 @@ class DistanceBin:
 # The held-out tasks of a profile: targets out to 3 widths of a full context ([-2, 2] -> +-14),
 # contexts of at least 3 points (fewer have no range to measure in), raw prior draws.
 PROFILE_TARGETS = dict(tgt_range=[-14.0, 14.0], n_tgt=200, min_ctx=3, context_scaling=0.0)
+PRIORS_1D = ("gp", "gp-composite")
+PRIOR_2D = "gp2d-composite"
+
+
+def profile_targets(cfg: ExperimentConfig) -> dict:
+    """The sampler overrides that draw a profile's targets for ``cfg``'s prior: the 1D priors'
+    :data:`PROFILE_TARGETS`; for ``gp2d-composite`` the same reach in 2D, targets uniform on
+    the context box widened by ``DEFAULT_EDGES[-1]`` of its widths on every side (``[-2, 2]²``
+    -> ``[-14, 14]²``: distance is the largest over the columns, so a box, not a ring), as many
+    targets and no target grid. Its prior's 10 or more context points need no floor.
+
+    Raises:
+        ValueError: ``cfg`` trains on none of these priors.
+    """
+    name = cfg.data["name"]
+    if name in PRIORS_1D:
+        return dict(PROFILE_TARGETS)
+    if name != PRIOR_2D:
+        priors = ", ".join((*PRIORS_1D, PRIOR_2D))
+        raise ValueError(f"{cfg.name}: a prior profile needs {priors} data, got {name!r}")
+    from ..data.gp2d_composite import GP2DCompositeConfig
+
+    low, high = cfg.data_options(test=True).get("box", GP2DCompositeConfig().box)
+    reach = DEFAULT_EDGES[-1] * (high - low)
+    return {"tgt_box": [low - reach, high + reach], "n_tgt": PROFILE_TARGETS["n_tgt"], "n_grid": 0}
 
 
 def prior_profile_sampler(cfg: ExperimentConfig) -> TaskSampler:
     """The held-out tasks a GP-prior model's profile is measured on: its own training prior
-    (``cfg``'s ``gp`` or ``gp-composite`` data, test split, ``eval.seed``) with targets drawn
-    far beyond the context (:data:`PROFILE_TARGETS`).
+    (``cfg``'s ``gp``, ``gp-composite`` or ``gp2d-composite`` data, test split, ``eval.seed``)
+    with targets drawn far beyond the context (:func:`profile_targets`).
 
     Raises:
         ValueError: ``cfg`` trains on another sampler, or not in the ``uniform`` layout.
     """
     from .protocol import build_test_sampler
 
-    name = cfg.data["name"]
-    if name not in ("gp", "gp-composite"):
-        raise ValueError(f"{cfg.name}: a prior profile needs gp or gp-composite data, got {name!r}")
-    sampler = build_test_sampler(cfg, **PROFILE_TARGETS)
-    if sampler.config.layout != "uniform":
+    sampler = build_test_sampler(cfg, **profile_targets(cfg))
+    # the 2D prior has no layout option: its targets are always drawn apart from the context
+    layout = getattr(sampler.config, "layout", "uniform")
+    if layout != "uniform":
         raise ValueError(
             f"{cfg.name}: a prior profile needs the uniform layout (targets drawn apart from "
-            f"the context), got {sampler.config.layout!r}"
+            f"the context), got {layout!r}"
         )
     return sampler
 
