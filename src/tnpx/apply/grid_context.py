@@ -41,7 +41,7 @@ from ..data.stations_grid_match import (
     space_dims,
     task_times,
 )
-from ..data.table_checks import _as_list
+from ..data.user_files import as_list
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -77,7 +77,7 @@ def grid_context_rows(
     trained, x_names, y_names = _trained_with_grid(checkpoint)
     spec = dict(trained["grid"], **({} if grid is None else {"path": grid}))
     o = GridOptions.read(spec)
-    grid_y, coords = _as_list(o.y), _as_list(trained["coords"])
+    grid_y, coords = as_list(o.y), as_list(trained["coords"])
     station_y = y_names[: len(y_names) - len(grid_y)]
     key = time if isinstance(time, (int, float, np.number)) else str(pd.Timestamp(time))
     side = StationSide(coords, station_y, trained["time"], {"predict": [key]}, {},

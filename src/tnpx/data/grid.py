@@ -47,7 +47,7 @@ from .base import SPLITS, TaskSampler, randint
 from .grid_files import GridData, open_grid
 from .grid_splits import split_regions, why_empty
 from .grid_windows import Windows, scan
-from .user_files import DataError, warn_user
+from .user_files import DataError, as_list, warn_user
 
 if TYPE_CHECKING:  # pragma: no cover
     import xarray
@@ -118,7 +118,7 @@ class GridSampler(TaskSampler):
         normalisation: dict | None = None,
     ):
         self.config = c = config or GridConfig()
-        self.y, self.static = _as_list(c.y), _as_list(c.static)
+        self.y, self.static = as_list(c.y), as_list(c.static)
         self.n_points, self.min_ctx, self.max_ctx = _check_options(c, self.y, dataset is not None)
         self.batch_size, self.seed = batch_size, seed
         self.data = data = open_grid(
@@ -244,10 +244,6 @@ def context_range(n_points: int, min_frac: float, max_frac: float) -> tuple[int,
 
 
 # -- options -----------------------------------------------------------------------------------
-def _as_list(names) -> list:
-    return [names] if isinstance(names, str) else list(names or [])
-
-
 def _check_options(c: GridConfig, y: list, has_dataset: bool) -> tuple[int, int, int]:
     """``(N, min_ctx, max_ctx)``; a ``ValueError`` for an option out of range."""
     if c.path is None and not has_dataset:

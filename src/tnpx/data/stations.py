@@ -51,11 +51,10 @@ from ..batch import Batch
 from .stations_grid import GridContext, station_side
 from .stations_windows import check_window, window_keys
 from .table import TableSampler
-from .table_checks import _as_list
 from .table_config import TableConfig, TaskDraws
-from .table_reading import _read, _require
+from .table_reading import read_source, require_options
 from .table_times import parse_times
-from .user_files import DataError, Table
+from .user_files import DataError, Table, as_list
 
 if TYPE_CHECKING:  # pandas is imported where it is used, so `import tnpx` stays light
     import pandas as pd
@@ -121,7 +120,7 @@ class StationsSampler(TableSampler):
     ):
         config = config or StationsConfig()
         cols = _check_options(config, frame is not None)
-        table = _read(frame if frame is not None else config.path, "stations")
+        table = read_source(frame if frame is not None else config.path, "stations")
         tasks = _task_table(table, cols, config)
         x = [*cols.coords, *([cols.offset] if config.time_as_input else [])]
         super().__init__(_table_config(config, cols, x), batch_size, seed, frame=tasks)
@@ -182,7 +181,7 @@ def _check_options(c: StationsConfig, has_frame: bool) -> _Columns:
         )
     if not isinstance(c.time, str) or not c.time:
         raise ValueError("stations: name the time column (time: COLUMN)")
-    coords, y = _as_list(c.coords), _as_list(c.y)
+    coords, y = as_list(c.coords), as_list(c.y)
     for option, named in (("coords", coords), ("y", y)):
         if not named:
             raise ValueError(f"stations: name the {option} column(s) ({option}: [COLUMN, ...])")
@@ -220,7 +219,8 @@ def _task_table(table: Table, cols: _Columns, c: StationsConfig) -> Table:
     import pandas as pd
 
     station = [cols.station] if cols.station is not None else []
-    _require(table, {"time": [cols.time], "coords": cols.coords, "y": cols.y, "station": station})
+    named = {"time": [cols.time], "coords": cols.coords, "y": cols.y, "station": station}
+    require_options(table, named)
     if len(table.frame) == 0:
         raise DataError(f"{table.name}: the table has no rows")
     times = parse_times(table, cols.time)

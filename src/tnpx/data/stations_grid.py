@@ -47,8 +47,7 @@ from ..batch import Batch
 from .grid_cells import cell_coords, read_cells
 from .grid_files import open_grid
 from .stations_grid_match import GridOptions, StationSide, match_steps, space_dims, task_times
-from .table_checks import _as_list
-from .user_files import DataError
+from .user_files import DataError, as_list
 
 if TYPE_CHECKING:  # pragma: no cover
     from .stations import StationsSampler
@@ -59,7 +58,7 @@ def station_side(sampler: StationsSampler, frame) -> StationSide:
     import pandas as pd
 
     c = sampler.config
-    coords = _as_list(c.coords)
+    coords = as_list(c.coords)
     extent = {}
     for col in coords:
         values = pd.to_numeric(frame[col], errors="coerce").to_numpy(np.float64)
@@ -77,7 +76,7 @@ class GridContext:
 
     def __init__(self, spec: dict, stations: StationSide):
         self.options = o = GridOptions.read(spec)
-        self.stations, self.y = stations, _as_list(o.y)
+        self.stations, self.y = stations, as_list(o.y)
         self.dim_y = len(self.y)
         self.data = data = open_grid(o.path, self.y, [], o.select)
         self.dims = space_dims(data, o, stations)

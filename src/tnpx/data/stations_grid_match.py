@@ -18,8 +18,7 @@ import numpy as np
 from ..input_checks import check_option
 from .era5_regions import time_values
 from .grid_files import GridData
-from .table_checks import _as_list
-from .user_files import DataError
+from .user_files import DataError, as_list
 
 MATCH = ("before", "nearest")
 
@@ -50,7 +49,7 @@ class GridOptions:
         o = cls(**spec)
         if o.path is None:
             raise ValueError("stations: grid needs path: a NetCDF file, files or Zarr store")
-        if not _as_list(o.y):
+        if not as_list(o.y):
             raise ValueError("stations: name the grid's variable(s) (grid: {y: [VARIABLE]})")
         check_option("stations: grid.match", o.match, MATCH)
         check_option("stations: grid.load", o.load, ("auto", "memory", "lazy"))
@@ -94,7 +93,7 @@ def space_dims(data: GridData, o: GridOptions, stations: StationSide) -> list[st
             a coordinate's range misses the grid's (other units).
     """
     where, coords = f"{data.name}: {', '.join(map(repr, data.y))}", stations.coords
-    dims = list(coords if o.dims is None else _as_list(o.dims))
+    dims = list(coords if o.dims is None else as_list(o.dims))
     have = f"its dims are ({', '.join(data.dims)})"
     if len(dims) != len(coords) or len(set(dims)) != len(dims):
         raise DataError(

@@ -49,7 +49,7 @@ from ..batch import Batch
 from .base import SPLITS, TaskSampler, uniform
 from .table_checks import _check_options
 from .table_config import TableConfig
-from .table_reading import TaskSplit, _load, _read
+from .table_reading import TaskSplit, load_tasks, read_source
 
 if TYPE_CHECKING:  # pandas is imported where it is used, so `import tnpx` stays light
     import pandas as pd
@@ -82,9 +82,9 @@ class TableSampler(TaskSampler):
         self.task_cols, self.x_cols, self.y_cols = columns
         self.dim_x, self.dim_y = len(self.x_cols), len(self.y_cols)
         self.batch_size, self.seed = batch_size, seed
-        table = _read(frame if frame is not None else config.path)
+        table = read_source(frame if frame is not None else config.path)
         columns = (self.task_cols, self.x_cols, self.y_cols)
-        self._splits, self._loc, self._scale = _load(table, *columns, config)
+        self._splits, self._loc, self._scale = load_tasks(table, *columns, config)
 
     @classmethod
     def from_frame(

@@ -10,17 +10,13 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .table_splits import SPLIT_BY
-from .user_files import DataError, Table, column_names
+from .user_files import DataError, Table, as_list, column_names
 
 if TYPE_CHECKING:
     from .table_config import TableConfig
 
 
 # -- options -----------------------------------------------------------------------------------
-def _as_list(cols) -> list:
-    return [cols] if isinstance(cols, str) else list(cols or [])
-
-
 def _check_options(
     c: TableConfig, has_frame: bool, source: str = "table"
 ) -> tuple[list, list, list]:
@@ -29,7 +25,7 @@ def _check_options(
         raise ValueError(
             f"data sampler {source!r} needs path: a CSV or Parquet file, one row a point"
         )
-    task, x, y = _as_list(c.task), _as_list(c.x), _as_list(c.y)
+    task, x, y = as_list(c.task), as_list(c.x), as_list(c.y)
     for option, cols in (("task", task), ("x", x), ("y", y)):
         if not cols:
             raise ValueError(f"{source}: name the {option} column(s) ({option}: [COLUMN, ...])")

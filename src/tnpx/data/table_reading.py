@@ -15,7 +15,14 @@ import torch
 from .base import SPLITS
 from .table_checks import _check_duplicates, _check_missing, _check_trained, _check_varies
 from .table_splits import split_tasks
-from .user_files import DataError, Table, column_names, numeric_rows, read_table, warn_user
+from .user_files import (
+    DataError,
+    Table,
+    numeric_rows,
+    read_table,
+    require_columns,
+    warn_user,
+)
 
 if TYPE_CHECKING:
     from .table_config import TableConfig
@@ -43,7 +50,7 @@ class TaskSplit:
         return len(self.keys)
 
 
-def _read(source, role: str = "table") -> Table:
+def read_source(source, role: str = "table") -> Table:
     """The table at ``source`` (a CSV, Parquet or NetCDF file, a DataFrame named in messages
     as the ``role`` DataFrame, or a :class:`Table` a source built on this one prepared)."""
     if isinstance(source, Table):
@@ -81,13 +88,14 @@ def _read_parquet(path: Path) -> Table:
     return Table(frame, str(path), from_file=True)
 
 
-def _load(
+def load_tasks(
     table: Table, task_cols: list, x_cols: list, y_cols: list, c: TableConfig
 ) -> tuple[dict[str, TaskSplit], list[float], list[float]]:
     """Check ``table``, split its tasks and normalise: each split's tasks, and the ``loc`` and
     ``scale`` per input then output column (fitted on the training tasks)."""
     split_cols = [] if c.split_column is None else [c.split_column]
-    _require(table, {"task": task_cols, "x": x_cols, "y": y_cols, "split_column": split_cols})
+    named = {"task": task_cols, "x": x_cols, "y": y_cols, "split_column": split_cols}
+    require_options(table, named)
     if len(table.frame) == 0:
         raise DataError(f"{table.name}: the table has no rows")
     code, keys = _task_codes(table, task_cols)
@@ -142,14 +150,11 @@ def _numbers(table: Table, x_cols: list, y_cols: list, missing_y: np.ndarray | N
     return values
 
 
-def _require(table: Table, named: dict[str, list]) -> None:
+def require_options(table: Table, named: dict[str, list]) -> None:
+    """A :class:`DataError` for the first column an option of ``named`` (``{option:
+    columns}``) names that ``table`` lacks."""
     for option, cols in named.items():
-        for col in cols:
-            if col not in table.frame.columns:
-                raise DataError(
-                    f"{table.name}: no column {col!r} (named by {option}); its columns are "
-                    f"{column_names(table.frame.columns)}"
-                )
+        require_columns(table, cols, named_by=option)
 
 
 def _task_codes(table: Table, task_cols: list) -> tuple[np.ndarray, list]:

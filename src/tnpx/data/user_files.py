@@ -190,13 +190,14 @@ def choose_columns(
     Raises:
         DataError: a named column is missing, or the counts do not match ``dim_x``/``dim_y``.
     """
-    x_cols, y_cols = _as_list(x_cols), _as_list(y_cols)
     if x_cols is None:
-        x_cols = [c for c in targets.frame.columns if c not in (y_cols or [])]
-    _require(targets, x_cols)
+        x_cols = [c for c in targets.frame.columns if c not in as_list(y_cols)]
+    x_cols = as_list(x_cols)
+    require_columns(targets, x_cols)
     if y_cols is None:
         y_cols = [c for c in context.frame.columns if c not in x_cols]
-    _require(context, [*x_cols, *y_cols])
+    y_cols = as_list(y_cols)
+    require_columns(context, [*x_cols, *y_cols])
     both = [c for c in x_cols if c in y_cols]
     if both:
         raise DataError(f"column(s) {both} are named as both inputs and outputs")
@@ -214,21 +215,23 @@ def choose_columns(
     return x_cols, y_cols
 
 
-def _as_list(cols) -> list | None:
-    if cols is None:
-        return None
-    return [cols] if isinstance(cols, str) else list(cols)
+def as_list(cols) -> list:
+    """A column name, or an iterable of names, as a list (``None``: no column)."""
+    return [cols] if isinstance(cols, str) else list(cols or [])
 
 
 def column_names(cols) -> str:
     return ", ".join(repr(c) for c in cols) if len(cols) else "none"
 
 
-def _require(table: Table, cols: list) -> None:
+def require_columns(table: Table, cols: list, named_by: str | None = None) -> None:
+    """A :class:`DataError` for the first of ``cols`` that ``table`` lacks, naming the option
+    that named it (``named_by``) and the columns it has."""
+    by = f" (named by {named_by})" if named_by else ""
     for col in cols:
         if col not in table.frame.columns:
             raise DataError(
-                f"{table.name}: no column {col!r}; its columns are "
+                f"{table.name}: no column {col!r}{by}; its columns are "
                 f"{column_names(table.frame.columns)}"
             )
 
