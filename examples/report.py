@@ -70,7 +70,8 @@ def readme(
         "",
         f"**Budget** (a worked example, no paper to match): `{m['name']}` ({sizes}), "
         f"{cfg.train.steps} steps of batch {cfg.data.get('batch_size')} tasks, "
-        f"{cfg.optim.name} {cfg.optim.lr:g} with {cfg.schedule.warmup_steps} warm-up steps and "
+        f"{cfg.optim.name} {cfg.optim.lr:g} with {cfg.schedule.warmup(cfg.train.steps)} warm-up "
+        "steps and "
         f"{cfg.schedule.name} decay, seed {cfg.train.seed}, one run. Tasks: "
         f"{tasks['train']:,} train, {tasks['val']:,} validation, {tasks['test']:,} test "
         f"({example.held_out}). Test: {_test_rule(cfg, record, n)}; then the same test tasks "

@@ -48,8 +48,8 @@ def protocol_text(spec: TableSpec, cells: dict, exact: bool) -> str:
     )
     return (
         f"budget: {steps} steps of batch {batch} (paper: {spec.paper_train}); "
-        f"{cfg.optim.name} lr {cfg.optim.lr}{faster} with {cfg.schedule.warmup_steps} warm-up "
-        "steps and "
+        f"{cfg.optim.name} lr {cfg.optim.lr}{faster} with "
+        f"{cfg.schedule.warmup(cfg.train.steps)} warm-up steps and "
         f"{cfg.schedule.name} decay (paper: {spec.paper_optim}); one training "
         f"seed ({spec.paper_seeds}); {tasks} test tasks "
         f"(paper: {spec.paper_test}); {spec.budget_sizes}{data}"

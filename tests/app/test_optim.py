@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import torch
 import torch.nn.functional as F
 
 from tiny import tiny_overrides, write_tiny
 from tnpx.config import OptimConfig, load_config
+from tnpx.config.experiment import read_yaml
 from tnpx.models import build_model
 from tnpx.training.loop import fit
 from tnpx.training.optim import build_optimizer, build_schedule, clip_gradients, parameter_groups
@@ -92,3 +95,34 @@ def test_clip_gradients_clamps_values_then_the_joint_norm():
     small = params()
     clip_gradients(small, None, 100.0)  # a norm under the limit is left alone
     torch.testing.assert_close(small[1].grad, torch.tensor([-4.0, 0.1]))
+
+
+def test_default_schedule_is_the_time_to_accuracy_recipe():
+    # warm-up over 4 % of the run, then cosine to 1 % of the rate (results/time-to-accuracy/)
+    cfg = load_config(None, ["train.steps=1000"])
+    assert cfg.schedule.warmup(cfg.train.steps) == 40
+    opt = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=1.0)
+    schedule = build_schedule(opt, cfg.schedule, cfg.train.steps)
+    rates = []
+    for _ in range(1000):
+        rates.append(opt.param_groups[0]["lr"])
+        opt.step()
+        schedule.step()
+    assert rates[0] == pytest.approx(1 / 40) and rates[39] == pytest.approx(1.0)
+    assert rates[-1] == pytest.approx(0.01, abs=1e-4)
+    assert load_config(None, ["schedule.warmup_steps=0"]).schedule.warmup(1000) == 0
+
+
+CONFIGS = sorted(  # the BO benchmarks' configs (with `notes`) train nothing themselves
+    p
+    for p in (Path(__file__).parents[2] / "configs").rglob("*.yaml")
+    if "notes:" not in p.read_text()
+)
+
+
+@pytest.mark.parametrize("path", CONFIGS, ids=lambda p: p.stem)
+def test_every_shipped_config_states_its_schedule(path):
+    # the defaults are the user's recipe and may change; a paper config, a zoo config or a
+    # worked example must not change with them
+    schedule = read_yaml(path).get("schedule", {})
+    assert "warmup_steps" in schedule and "min_lr_ratio" in schedule, path.name

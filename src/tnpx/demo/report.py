@@ -96,8 +96,8 @@ def _budget(trained: dict[str, TrainedModel], settings: DemoSettings) -> str:
         c = t.config
         parts.append(
             f"{name}: {c.train.steps} steps of batch {c.data.get('batch_size')}, "
-            f"{c.optim.name} {c.optim.lr} with {c.schedule.warmup_steps} warm-up steps and "
-            f"{c.schedule.name} decay, options {c.model_options()}"
+            f"{c.optim.name} {c.optim.lr} with {c.schedule.warmup(c.train.steps)} warm-up steps "
+            f"and {c.schedule.name} decay, options {c.model_options()}"
         )
     cfg = next(iter(trained.values())).config
     quick = (

@@ -82,7 +82,7 @@ def build_schedule(optimizer: torch.optim.Optimizer, cfg: ScheduleConfig, total_
     (``name="cosine"``), or a constant rate after warm-up (``name="constant"``)."""
     if cfg.name not in ("cosine", "constant"):
         raise ValueError(f"unknown schedule {cfg.name!r}; choose from cosine, constant")
-    warmup = max(cfg.warmup_steps, 0)
+    warmup = cfg.warmup(total_steps)
 
     def factor(step: int) -> float:
         if step < warmup:
