@@ -1,5 +1,6 @@
-"""KR-1 RBF at the exact protocol (issue 20): the long runs of ``long-runs/kr1-rbf-<model>/``
-against the TNP-KR paper's numbers, with their learning curves.
+"""KR-1 at the exact protocol (issues 20 and 34): the long runs ``long-runs/kr1-<kernel>-<model>/``
+against the TNP-KR paper's numbers, with their learning curves, for the RBF, Matérn-3/2 and
+periodic kernels.
 
     python -m experiments.kr1_exact                     # table + curves from the runs so far
     python -m experiments.kr1_exact --test-batches 100  # a quick, smaller test set
@@ -9,9 +10,9 @@ A finished run is scored once on the test set and the cell cached (results/kr1-e
 For each run: steps done of 100,000, the latest held-out validation NLL, and, for a finished
 run, the NLL on the protocol's test set (``--test-batches`` batches of 32; PROTOCOLS: 5,000)
 with the GP oracle's on the same tasks, beside the paper's NLL. The figure draws held-out NLL
-against training steps for every run, with the KR-1 budget cells (results/kr1/cells, batch 16)
-at their step counts on the same axes. Writes ``results/kr1-exact/README.md``, ``results.json``
-and ``learning_curves.png``.
+against training steps for every run, a panel per kernel, with the KR-1 budget cells
+(results/kr1/cells, batch 16) at their step counts on the same axes. Writes
+``results/kr1-exact/README.md``, ``results.json`` and ``learning_curves.png``.
 """
 
 from __future__ import annotations
@@ -19,17 +20,62 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
+from experiments.long_runs import RUNS
 from tnpx.config import load_config
 from tnpx.evaluation.protocol import cached_evaluate
 from tnpx.provenance import command_line, git_commit, hardware
-from tnpx.training.runs import run_status
+from tnpx.training.runs import RunStatus, run_status
 
 ROOT = Path(__file__).resolve().parents[1]
-MODELS = ("tnp-d", "tnp-kr-full", "cnp", "tnp-kr-fast", "convcnp")
-PAPER_NLL = {"tnp-d": -0.455, "tnp-kr-full": -0.453, "cnp": 0.238}  # KR Table 3, RBF
+KERNELS = ("rbf", "matern32", "periodic")
+KERNEL_NAMES = {"rbf": "RBF", "matern32": "Matérn-3/2", "periodic": "periodic"}
+# The TNP-KR paper's KR-1 test NLL (Table 3; PROTOCOLS.md), per kernel and model: the goal.
+PAPER_NLL = {
+    ("rbf", "tnp-d"): -0.455,
+    ("rbf", "tnp-kr-full"): -0.453,
+    ("rbf", "cnp"): 0.238,
+    ("matern32", "tnp-d"): -0.023,
+    ("matern32", "tnp-kr-full"): -0.024,
+    ("periodic", "tnp-d"): 0.516,
+    ("periodic", "tnp-kr-full"): 0.516,
+}
 GOAL = "each within 2 standard errors of the paper's NLL"
+
+
+@dataclass(frozen=True)
+class ExactRun:
+    """A long run at the exact protocol: ``long-runs/<run>/``, its kernel and model, and its
+    label in the table (the model, or the model and what differs: ``cnp-lecun``)."""
+
+    run: str
+    kernel: str
+    model: str
+    label: str
+
+    @property
+    def paper(self) -> float | None:
+        return PAPER_NLL.get((self.kernel, self.model))
+
+
+def exact_runs() -> list[ExactRun]:
+    """Every exact-protocol run ``experiments/long_runs.py`` registers (``kr1-<kernel>-*``),
+    kernel by kernel in :data:`KERNELS` order."""
+    runs = []
+    for kernel in KERNELS:
+        for name, (_, overrides) in RUNS.items():
+            if name.startswith(f"kr1-{kernel}-"):
+                model = next(o.split("=", 1)[1] for o in overrides if o.startswith("model.name="))
+                runs.append(ExactRun(name, kernel, model, name.removeprefix(f"kr1-{kernel}-")))
+    return runs
+
+
+def cell_name(run: str, n_batches: int) -> str:
+    """A run's cached test cell in ``results/kr1-exact/cells/``: ``<model>-test<N>.json`` for
+    the RBF runs (the names they were first cached under), ``<kernel>-<model>-...`` else."""
+    return f"{run.removeprefix('kr1-').removeprefix('rbf-')}-test{n_batches}.json"
 
 
 def curve(folder: Path) -> list[tuple[int, float]]:
@@ -41,44 +87,71 @@ def curve(folder: Path) -> list[tuple[int, float]]:
         return [(int(r["step"]), -float(r["val_ll"])) for r in csv.DictReader(f) if r["val_ll"]]
 
 
-def budget_cells() -> dict[str, tuple[int, float]]:
-    """``model -> (steps, test NLL)`` of the KR-1 RBF budget table's cells."""
+def budget_cells() -> dict[tuple[str, str], tuple[int, float]]:
+    """``(kernel, model) -> (steps, test NLL)`` of the KR-1 budget table's cells."""
     cells = {}
-    for path in sorted((ROOT / "results/kr1/cells").glob("rbf-*.json")):
-        cell = json.loads(path.read_text())
-        cells[cell["model"]] = (int(cell["steps"]), -float(cell["metrics"]["ll"]))
+    for kernel in KERNELS:
+        for path in sorted((ROOT / "results/kr1/cells").glob(f"{kernel}-*.json")):
+            cell = json.loads(path.read_text())
+            cells[(kernel, cell["model"])] = (int(cell["steps"]), -float(cell["metrics"]["ll"]))
     return cells
 
 
-def plot(curves: dict, budget: dict, tests: dict, path: Path) -> None:
-    """Validation NLL against steps per run, its budget cell (square), a finished run's test
-    NLL (star, with the GP oracle's on the same tasks as a cross) and the paper's (dotted)."""
+@dataclass
+class Row:
+    """One run's line of the table: where it stands, its test cell once finished, its curve."""
+
+    spec: ExactRun
+    status: RunStatus
+    test: dict | None
+    curve: list[tuple[int, float]]
+
+
+def plot(rows: list[Row], budget: dict, path: Path) -> None:
+    """Per kernel, validation NLL against steps per run, its model's budget cell (square), a
+    finished run's test NLL (star, with the GP oracle's on the same tasks as a cross) and the
+    paper's (dotted)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(6.4, 4.2))
-    for i, (model, points) in enumerate(curves.items()):
-        color = f"C{i}"
-        if points:
-            ax.plot(*zip(*points), "-", color=color, label=f"{model} (exact, val.)")
-        if model in budget:
-            ax.plot(*budget[model], "s", color=color, label=f"{model} (budget cell, test)")
-        if tests.get(model) is not None:
-            steps, test = points[-1][0], tests[model]
-            ax.plot(steps, -test["ll"], "*", ms=10, color=color, label=f"{model} (test)")
-            ax.plot(steps, -test["oracle_ll"], "x", color=color, label="GP oracle, same tasks")
-        if model in PAPER_NLL:
-            ax.axhline(PAPER_NLL[model], color=color, ls=":", lw=1)
-    ax.set_xscale("log")
-    ax.set_xlabel("training steps (batch 32; budget cells: batch 16)")
-    ax.set_ylabel("held-out NLL per target (lower is better)")
-    ax.set_title("KR-1 RBF: learning curves; dotted: the paper's test NLL")
-    ax.legend(fontsize=7)
+    kernels = [k for k in KERNELS if any(r.spec.kernel == k for r in rows)]
+    fig, axes = plt.subplots(1, len(kernels), figsize=(6.0 * len(kernels), 4.2), squeeze=False)
+    for ax, kernel in zip(axes[0], kernels):
+        here = [r for r in rows if r.spec.kernel == kernel]
+        for i, r in enumerate(here):
+            color, label = f"C{i}", r.spec.label
+            if r.curve:
+                ax.plot(*zip(*r.curve), "-", color=color, label=f"{label} (exact, val.)")
+            cell = budget.get((kernel, r.spec.model))
+            if cell is not None and r.spec.label == r.spec.model:
+                ax.plot(*cell, "s", color=color, label=f"{label} (budget cell, test)")
+            if r.test is not None and r.curve:
+                steps = r.curve[-1][0]
+                ax.plot(steps, -r.test["ll"], "*", ms=10, color=color, label=f"{label} (test)")
+                ax.plot(
+                    steps, -r.test["oracle_ll"], "x", color=color, label="GP oracle, same tasks"
+                )
+            if r.spec.paper is not None:
+                ax.axhline(r.spec.paper, color=color, ls=":", lw=1)
+        ax.set_xscale("log")
+        ax.set_xlabel("training steps (batch 32; budget cells: batch 16)")
+        ax.set_ylabel("held-out NLL per target (lower is better)")
+        ax.set_title(f"KR-1 {KERNEL_NAMES[kernel]}; dotted: the paper's test NLL")
+        ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
+
+
+def score(spec: ExactRun, folder: Path, cells: Path, n_batches: int) -> dict:
+    """A finished run's test cell (computed once, then read from ``cells``)."""
+    from tnpx import load
+
+    cfg = load_config(folder / "config.yaml", [f"eval.n_batches={n_batches}"])
+    cell = cells / cell_name(spec.run, n_batches)
+    return cached_evaluate(load(folder / "model.pt"), cfg, cell).as_dict()
 
 
 def main() -> None:
@@ -90,55 +163,49 @@ def main() -> None:
     args = parser.parse_args()
     commit, out = git_commit(), ROOT / args.out
     (out / "cells").mkdir(parents=True, exist_ok=True)
-    rows = {}
-    for model in MODELS:
-        folder = ROOT / "long-runs" / f"kr1-rbf-{model}"
+    rows = []
+    for spec in exact_runs():
+        folder = ROOT / "long-runs" / spec.run
         if not (folder / "config.yaml").exists():
             continue
         status = run_status(folder)
-        test = None
-        if status.finished:
-            from tnpx import load
-
-            cfg = load_config(folder / "config.yaml", [f"eval.n_batches={args.test_batches}"])
-            cell = out / "cells" / f"{model}-test{args.test_batches}.json"
-            test = cached_evaluate(load(folder / "model.pt"), cfg, cell).as_dict()
-        rows[model] = {"status": status, "test": test, "curve": curve(folder)}
+        test = score(spec, folder, out / "cells", args.test_batches) if status.finished else None
+        rows.append(Row(spec, status, test, curve(folder)))
     (out / "results.json").write_text(
         json.dumps(
             {
-                m: {
-                    "steps_done": r["status"].steps_done,
-                    "steps_total": r["status"].steps_total,
-                    "val_nll": None if r["status"].val_ll is None else -r["status"].val_ll,
-                    "curve": r["curve"],
-                    "test": r["test"],
+                r.spec.run: {
+                    "kernel": r.spec.kernel,
+                    "model": r.spec.model,
+                    "steps_done": r.status.steps_done,
+                    "steps_total": r.status.steps_total,
+                    "val_nll": None if r.status.val_ll is None else -r.status.val_ll,
+                    "curve": r.curve,
+                    "test": r.test,
+                    "paper_nll": r.spec.paper,
                 }
-                for m, r in rows.items()
+                for r in rows
             },
             indent=2,
         )
     )
     budget = budget_cells()
-    plot(
-        {m: r["curve"] for m, r in rows.items()},
-        budget,
-        {m: r["test"] for m, r in rows.items()},
-        out / "learning_curves.png",
-    )
+    plot(rows, budget, out / "learning_curves.png")
     (out / "README.md").write_text(report(rows, budget, commit))
     print(f"wrote {out / 'README.md'}")
 
 
-def finished_reading(model: str, test: dict, val_curve: list[tuple[int, float]]) -> str:
+def finished_reading(
+    label: str, paper: float | None, test: dict, val_curve: list[tuple[int, float]]
+) -> str:
     """A finished run's test NLL against the goal (the paper's NLL within 2 of our standard
     errors: PROTOCOLS does not restate the paper's), against the GP oracle, and, where the
     goal is missed, what the held-out curve's last 20,000 steps say."""
     nll, se, oracle = -test["ll"], test["ll_se"], -test["oracle_ll"]
     gap = f"{nll - oracle:.3f} above the GP oracle ({oracle:.3f}) on the same tasks"
-    if model not in PAPER_NLL:
-        return f"{model}: test NLL {nll:.3f} ± {se:.3f}, {gap}."
-    diff = nll - PAPER_NLL[model]
+    if paper is None:
+        return f"{label}: test NLL {nll:.3f} ± {se:.3f}, {gap}."
+    diff = nll - paper
     if abs(diff) <= 2 * se:
         verdict = "within 2 standard errors of the paper's: the goal is met"
     elif diff < 0:
@@ -154,8 +221,8 @@ def finished_reading(model: str, test: dict, val_curve: list[tuple[int, float]])
             + curve_trend(val_curve)
         )
     return (
-        f"**{model}** (finished): test NLL {nll:.3f} ± {se:.3f} against the paper's "
-        f"{PAPER_NLL[model]:.3f}, {verdict}; {gap}."
+        f"**{label}** (finished): test NLL {nll:.3f} ± {se:.3f} against the paper's "
+        f"{paper:.3f}, {verdict}; {gap}."
     )
 
 
@@ -175,27 +242,34 @@ def curve_trend(val_curve: list[tuple[int, float]], span: int = 20_000, flat: fl
     return moved + ": still falling, so a longer schedule may close part of the gap)"
 
 
-def report(rows: dict, budget: dict, commit: str) -> str:
+def report(rows: list[Row], budget: dict, commit: str) -> str:
     lines = [
-        "| model | steps checkpointed | train time | latest val. NLL (step) | test NLL ± s.e. | "
-        "GP oracle | paper | budget cell (steps) |",
-        "| --- | ---: | ---: | --- | --- | --- | --- | --- |",
+        "| kernel | run | steps checkpointed | train time | latest val. NLL (step) | "
+        "test NLL ± s.e. | GP oracle | paper | budget cell (steps) |",
+        "| --- | --- | ---: | ---: | --- | --- | --- | --- | --- |",
     ]
-    for model, r in rows.items():
-        s, t = r["status"], r["test"]
+    for r in rows:
+        s, t, spec = r.status, r.test, r.spec
         val = "—" if s.val_ll is None else f"{-s.val_ll:.3f} ({s.val_step:,})"
         test = "—" if t is None else f"{-t['ll']:.3f} ± {t['ll_se']:.3f}"
         oracle = "—" if t is None else f"{-t['oracle_ll']:.3f}"
-        paper = f"{PAPER_NLL[model]:.3f}" if model in PAPER_NLL else "—"
-        cell = f"{budget[model][1]:.3f} ({budget[model][0]:,})" if model in budget else "—"
+        paper = "—" if spec.paper is None else f"{spec.paper:.3f}"
+        cell = budget.get((spec.kernel, spec.model)) if spec.label == spec.model else None
+        cell = "—" if cell is None else f"{cell[1]:.3f} ({cell[0]:,})"
         hours = "—" if s.train_hours is None else f"{s.train_hours:.1f} h"
         lines.append(
-            f"| {model} | {s.steps_done:,} / {s.steps_total:,} | {hours} | {val} | {test} | "
-            f"{oracle} | {paper} | {cell} |"
+            f"| {KERNEL_NAMES[spec.kernel]} | {spec.label} | {s.steps_done:,} / "
+            f"{s.steps_total:,} | {hours} | {val} | {test} | {oracle} | {paper} | {cell} |"
         )
-    unfinished = [m for m, r in rows.items() if not r["status"].finished]
+    unfinished = [
+        f"{r.spec.label} ({KERNEL_NAMES[r.spec.kernel]})" for r in rows if not r.status.finished
+    ]
     finished = [
-        finished_reading(m, r["test"], r["curve"]) for m, r in rows.items() if r["test"] is not None
+        finished_reading(
+            f"{r.spec.label} ({KERNEL_NAMES[r.spec.kernel]})", r.spec.paper, r.test, r.curve
+        )
+        for r in rows
+        if r.test is not None
     ]
     reading = " ".join(finished)
     if unfinished:
@@ -204,16 +278,22 @@ def report(rows: dict, budget: dict, commit: str) -> str:
             "NLL so far on 32 validation batches (not the test set), so it is a point on the way, "
             "not a result to set beside the paper's."
         )
-    return f"""# KR-1 RBF at the exact protocol (TNP-KR Table 3)
+    goals = "; ".join(
+        f"{KERNEL_NAMES[k]} "
+        + ", ".join(f"{m} {v:.3f}" for (kk, m), v in PAPER_NLL.items() if kk == k)
+        for k in KERNELS
+    )
+    return f"""# KR-1 at the exact protocol (TNP-KR Table 3)
 
-**What**: PROTOCOLS KR-1, RBF kernel: 1D GP tasks on 150 locations (50 uniform + the 100-point
-grid on [−2, 2]), 3–49 noisy context points (σ = 0.1), noiseless targets at all 150. Metric:
-NLL per target (lower is better). The goal ({GOAL}): TNP-D −0.455, TNP-KR-Full −0.453,
-CNP 0.238.
+**What**: PROTOCOLS KR-1: 1D GP tasks (RBF, Matérn-3/2 or periodic kernel) on 150 locations (50
+uniform + the 100-point grid on [−2, 2]), 3–49 noisy context points (σ = 0.1), noiseless targets
+at all 150. Metric: NLL per target (lower is better). The goal ({GOAL}): {goals}.
 
 **Command**: `{command_line()}`, commit `{commit}`. Runs: `python -m experiments.long_runs
-advance --minutes M` (each `tnpx train configs/kr1-rbf.yaml model.name=<model>
-train.val_every=2500 train.out_dir=long-runs/kr1-rbf-<model> --resume --max-minutes M`).
+advance --minutes M` (each `tnpx train configs/kr1-<kernel>.yaml model.name=<model>
+train.val_every=2500 train.out_dir=long-runs/kr1-<kernel>-<model> --resume --max-minutes M`;
+`cnp-lecun`: the same from Flax's `lecun_normal` weights, `train.weight_init=lecun_normal`,
+[cnp-gap-analysis.md](cnp-gap-analysis.md)).
 
 **Protocol**: exact: 100,000 batches of 32, Yogi, lr 1e-3 cosine-annealed to 1e-5, no warm-up,
 global-norm clip 3.0; every model at its `kr-code` preset (the dl4bi code's function,

@@ -30,6 +30,7 @@ from pathlib import Path
 
 import torch
 
+from experiments.kr1_exact import KERNEL_NAMES, PAPER_NLL, cell_name, exact_runs
 from experiments.long_runs import FOLDER, RUNS
 from tnpx.config import load_config
 from tnpx.data import batch_at, build_sampler
@@ -38,17 +39,6 @@ from tnpx.models import build_model
 from tnpx.provenance import command_line, git_commit, hardware
 from tnpx.training.runs import read_metrics
 
-# The TNP-KR paper's KR-1 NLL (Table 3; PROTOCOLS.md), per kernel and model: the goal.
-PAPER_NLL = {
-    ("rbf", "tnp-d"): -0.455,
-    ("rbf", "tnp-kr-full"): -0.453,
-    ("rbf", "cnp"): 0.238,
-    ("matern32", "tnp-d"): -0.023,
-    ("matern32", "tnp-kr-full"): -0.024,
-    ("periodic", "tnp-d"): 0.516,
-    ("periodic", "tnp-kr-full"): 0.516,
-}
-KERNEL_NAMES = {"rbf": "RBF", "matern32": "Matérn-3/2", "periodic": "periodic"}
 KR1_EXACT_CELLS = FOLDER.parent / "results" / "kr1-exact" / "cells"
 PROTOCOL_STEPS = 100_000  # batches of 32: the goal is a quarter of it
 # recipe -> (long run, model, what differs from the protocol). The protocol: Yogi 1e-3, cosine
@@ -193,8 +183,8 @@ def score_finished(c: Curve, cells: Path, n_batches: int, root: Path = FOLDER) -
 
     cfg = load_config(folder / "config.yaml", [f"eval.n_batches={n_batches}"])
     cell = cells / f"{c.run}-test{n_batches}.json"
-    if c.run == f"kr1-rbf-{c.model}":  # a protocol run: experiments.kr1_exact scored it
-        cell = KR1_EXACT_CELLS / f"{c.model}-test{n_batches}.json"
+    if c.run in {r.run for r in exact_runs()}:  # a protocol run: experiments.kr1_exact's cell
+        cell = KR1_EXACT_CELLS / cell_name(c.run, n_batches)
     c.test = cached_evaluate(load(folder / "model.pt"), cfg, cell).as_dict()
 
 
