@@ -33,7 +33,6 @@ truth, each model's mean and the GP's) unless ``--out`` / ``--name`` say otherwi
 from __future__ import annotations
 
 import argparse
-import json
 import time
 import warnings
 from dataclasses import dataclass
@@ -50,7 +49,7 @@ with warnings.catch_warnings():  # linear_operator (through gpytorch) calls torc
 
 import tnpx
 from experiments.pretrained_2d_report import plot_window, run_header, write_report
-from experiments.pretrained_real import ZeroShot, score, summarise, timed
+from experiments.pretrained_real import ZeroShot, save_run, score, summarise, timed
 from experiments.pretrained_real_gp import NUS, FittedGP, best_of_starts, context_units
 from experiments.pretrained_real_report import GP
 from experiments.real_fields import FIELDS, RealField, load_field
@@ -234,12 +233,8 @@ def main(argv: list[str] | None = None) -> dict:
         "fields": {n: _describe(load_field(n)) for n in args.fields},
         "results": results,
     }
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    figure = plot_window(example, models, out / f"{args.name}.png")
-    (out / f"{args.name}.json").write_text(json.dumps(run, indent=1) + "\n")
-    report = write_report(run, labels, figure.name, out / f"{args.name}.md")
-    print(report)
+    figure = lambda path: plot_window(example, models, path)  # noqa: E731
+    save_run(run, labels, Path(args.out) / args.name, figure, write_report)
     return run
 
 

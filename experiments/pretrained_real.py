@@ -231,13 +231,19 @@ def main(argv: list[str] | None = None) -> dict:
         "series": {n: _describe(load_series(n)) for n in args.series},
         "results": results,
     }
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    figure = plot_splits(examples, models, out / f"{args.name}.png")
-    (out / f"{args.name}.json").write_text(json.dumps(run, indent=1) + "\n")
-    report = write_report(run, labels, figure.name, out / f"{args.name}.md")
-    print(report)
+    figure = lambda path: plot_splits(examples, models, path)  # noqa: E731
+    save_run(run, labels, Path(args.out) / args.name, figure, write_report)
     return run
+
+
+def save_run(run: dict, labels: list[str], stem: Path, figure, report) -> None:
+    """Write a scored run as ``<stem>.png`` (``figure(path)`` draws it and returns its path),
+    ``<stem>.json`` and ``<stem>.md`` (``report(run, labels, figure_name, path)`` writes and
+    returns the markdown, which is printed)."""
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    drawn = figure(stem.with_suffix(".png"))
+    stem.with_suffix(".json").write_text(json.dumps(run, indent=1) + "\n")
+    print(report(run, labels, drawn.name, stem.with_suffix(".md")))
 
 
 def _describe(series: RealSeries) -> dict:
