@@ -41,7 +41,9 @@ class GPOracle(NeuralProcess):
 
     Hyper = GPOracleHyper
     summary = "Exact GP posterior under given (or the generating) kernel hyper-parameters"
-    translation_equivariant = True  # stationary kernels
+    # Under its own (stationary) kernel; a task whose Batch.info carries a polynomial trend
+    # (the v3 prior's `linear` / `quadratic` / `cubic`) is not translation equivariant.
+    translation_equivariant = True
     dim_y_range = (1, 1)  # one output
     rotation_equivariant = False  # the periodic kernel acts per axis, so not in general
 
