@@ -4,7 +4,8 @@
    hold the context in the model's units (a :class:`Plan`).
 2. :func:`predict_block`: one block of targets in, its rows of the result out, every value
    checked: a target beyond the model's safe input range, or a prediction that is not
-   finite, fails naming its row and column; nothing non-finite is ever returned.
+   finite, fails naming its row and column (:mod:`tnpx.apply.predict_checks`); nothing
+   non-finite is ever returned.
 3. :func:`stream_prediction`: the targets a chunk of rows at a time
    (:mod:`tnpx.apply.table_chunks`), so memory is bounded by the chunk; the warnings about
    dropped rows and far targets count over all chunks and are given once, at the end.
@@ -20,17 +21,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
-from ..data.user_files import (
-    DataError,
-    Dropped,
-    Table,
-    choose_columns,
-    numeric_block,
-    read_table,
-    warn_user,
-)
-from ..input_checks import max_abs_input
+from ..data.user_files import Dropped, Table, choose_columns, numeric_block, read_table, warn_user
 from ..units import UnitMap
+from .predict_checks import check_finite_result, check_model_range, check_units, no_targets
 from .predict_missing import context_values, masked_outputs
 from .table_chunks import Chunks, open_chunked
 from .unit_choice import ExtrapolationLimits, FarTargets, fit_units, needs_targets
@@ -41,8 +34,6 @@ if TYPE_CHECKING:  # pandas is imported where it is used, so `import tnpx` stays
     from ..models import NeuralProcess
 
 DEFAULT_DOMAIN = (-2.0, 2.0)
-
-
 SCALINGS = ("auto", "stored", "context")  # Options.scaling
 
 
@@ -159,57 +150,6 @@ def prediction_frame(
         frame[f"{col}_lower"] = mean[:, j] - z * std[:, j]
         frame[f"{col}_upper"] = mean[:, j] + z * std[:, j]
     return frame
-
-
-# -- the checks --------------------------------------------------------------------------------
-def check_model_range(
-    table: Table, positions: np.ndarray, user: np.ndarray, model: np.ndarray, cols, dtype
-) -> None:
-    """Every value the model gets within its safe range (:func:`tnpx.input_checks.
-    max_abs_input` of ``dtype``), else a :class:`DataError` naming the first row
-    (``positions``: of ``table``) and column beyond it. ``user``, ``model`` ``[n, d]``: the
-    values in the user's and the model's units."""
-    bound = max_abs_input(dtype)
-    beyond = np.abs(model) > bound
-    if not beyond.any():
-        return
-    row, col = np.argwhere(beyond)[0]
-    raise DataError(
-        f"{table.name}, {table.where(int(positions[row]))}, column {cols[col]!r}: "
-        f"{user[row, col]:.6g} is {model[row, col]:.3g} in the model's units, beyond the "
-        f"+-{bound:.0e} a {str(dtype).removeprefix('torch.')} model takes without overflow; "
-        "use values nearer the context's, or rescale them (input_scale / --input-range, "
-        "output_scale / --output-scale)"
-    )
-
-
-def check_finite_result(table: Table, positions: np.ndarray, frame: pd.DataFrame, n_in: int):
-    """Every predicted value finite, else a :class:`DataError` naming the first row and
-    column that is not (``frame``: the result rows of ``table``'s rows ``positions``)."""
-    values = frame.iloc[:, n_in:].to_numpy()
-    bad = ~np.isfinite(values)
-    if not bad.any():
-        return
-    row, col = np.argwhere(bad)[0]
-    inputs = ", ".join(f"{c}={v:.6g}" for c, v in frame.iloc[row, :n_in].items())
-    raise DataError(
-        f"{table.name}, {table.where(int(positions[row]))}: the prediction "
-        f"{frame.columns[n_in + col]!r} is {values[row, col]} (not finite) at {inputs}; "
-        "the model's arithmetic overflowed there"
-    )
-
-
-def check_units(units: UnitMap, x_cols: list, y_cols: list, name: str) -> None:
-    """A unit map with finite, positive scales, else a :class:`DataError` naming the column
-    whose range or spread overflows float64 (values near 1e308)."""
-    for affine, cols in ((units.x, x_cols), (units.y, y_cols)):
-        ok = np.isfinite(affine.loc) & np.isfinite(affine.scale) & (affine.scale > 0)
-        if not ok.all():
-            col = cols[int(np.argmin(ok))]
-            raise DataError(
-                f"{name}, column {col!r}: its values are too large to scale (their range or "
-                "spread overflows float64); rescale them"
-            )
 
 
 # -- the steps ---------------------------------------------------------------------------------
@@ -384,8 +324,3 @@ def target_extremes(chunks: Chunks, x_cols: list, drop_missing: bool, name: str)
     if lo is None:
         raise no_targets(name, dropped.rows)
     return np.stack([lo, hi])
-
-
-def no_targets(name: str, rows: int) -> DataError:
-    reason = "every row has a missing value" if rows else "a header but no rows"
-    return DataError(f"{name}: no targets to predict at ({reason})")

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import sys
 
+from .arguments import add_model_argument, add_x_cols
+
 
 def add_bo_parser(sub) -> None:
     p = sub.add_parser("bo", help="Bayesian optimisation: suggest the next points to evaluate")
@@ -17,7 +19,7 @@ def add_bo_parser(sub) -> None:
         "column, by default the last), conditions MODEL on them and maximises a BoTorch "
         "acquisition over the box given by --bounds. Prints the suggested inputs as CSV.",
     )
-    s.add_argument("model", metavar="MODEL", help="checkpoint path or pretrained model name")
+    add_model_argument(s)
     s.add_argument("--observations", required=True, metavar="FILE")
     s.add_argument(
         "--bounds",
@@ -27,7 +29,7 @@ def add_bo_parser(sub) -> None:
         metavar="V",
         help="LOW HIGH per input column, in order (e.g. --bounds 0 10 for one column)",
     )
-    s.add_argument("--x-cols", nargs="+", metavar="COL", help="input columns")
+    add_x_cols(s)
     s.add_argument("--y-col", metavar="COL", help="the output to minimise (default: last column)")
     s.add_argument("--acquisition", default="logei", help="BoTorch acquisition (logei)")
     s.add_argument("--q", type=int, default=1, help="points to suggest (q > 1: use qlogei)")

@@ -1,24 +1,23 @@
 """The ``tnpx`` command line: ``tnpx {train,runs,eval,plot,predict,models,demo,data,bo} --help``.
 
-Builds the parser and runs train, runs, eval, plot and models; the other subcommands
-live beside it: ``predict`` in :mod:`tnpx.cli.predict`, ``data`` and ``demo`` in
-:mod:`tnpx.cli.tools`, ``bo`` in :mod:`tnpx.cli.bo`. The lab's commands (paper tables, the BO
-and scaling benchmarks, the zoo pipeline) are not here: they run from a clone of the
-repository as ``python -m experiments.NAME`` and ``python -m benchmarks.NAME``.
+Builds the parser, runs a command (every error in one line) and holds train, runs and models;
+the other subcommands live beside it: ``eval`` and ``plot`` in :mod:`tnpx.cli.evaluate`,
+``predict`` in :mod:`tnpx.cli.predict`, ``data`` and ``demo`` in :mod:`tnpx.cli.tools`,
+``bo`` in :mod:`tnpx.cli.bo` (arguments several of them take: :mod:`tnpx.cli.arguments`).
+The lab's commands (paper tables, the BO and scaling benchmarks, the zoo pipeline) are not
+here: they run from a clone of the repository as ``python -m experiments.NAME`` and
+``python -m benchmarks.NAME``.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib.util
-import json
 import sys
 from argparse import SUPPRESS
 from pathlib import Path
 
-from omegaconf import OmegaConf
-
-from ..extras import MissingExtraError, require
+from ..extras import MissingExtraError
+from .evaluate import add_eval, add_plot
 from .predict import add_predict
 from .tools import add_data, add_demo
 
@@ -60,129 +59,6 @@ def _positive_minutes(text: str) -> float:
     if not value > 0 or value == float("inf"):
         raise argparse.ArgumentTypeError(f"must be a number of minutes > 0, got {text!r}")
     return value
-
-
-def _resolve_checkpoint(args) -> Path:
-    """Turn a pretrained model's name in ``args.checkpoint`` into its file; returns the stem
-    for default output files (beside the checkpoint, or in the working folder for a name)."""
-    from ..zoo import checkpoint_file
-
-    given = args.checkpoint
-    args.checkpoint = str(checkpoint_file(given))
-    return Path(given) if Path(given).is_file() else Path(f"{given}.pt")
-
-
-def _model_and_experiment(checkpoint: str, config: str | None):
-    """The model in ``checkpoint`` and the experiment whose data it is evaluated on: the
-    ``config`` file if given, else the one the checkpoint records (the file is read once)."""
-    from ..checkpoint import experiment_from_record, model_from_record, read_checkpoint
-    from ..config import load_config
-
-    record = read_checkpoint(checkpoint)
-    model = model_from_record(record, checkpoint).eval()
-    cfg = load_config(config) if config else experiment_from_record(record)
-    if cfg is None:
-        raise ValueError(
-            f"{checkpoint} records no experiment; pass --config to say which data to use"
-        )
-    return model, cfg
-
-
-def _data_overrides(items: list[str]) -> dict:
-    for item in items:
-        if "=" not in item:
-            raise ValueError(f"--data {item!r} is not of the form key=value")
-    return OmegaConf.to_container(OmegaConf.from_dotlist(items)) if items else {}
-
-
-def _eval(args) -> int:
-    from ..evaluation.protocol import build_test_sampler, evaluate, format_table
-
-    stem = _resolve_checkpoint(args)
-    model, cfg = _model_and_experiment(args.checkpoint, args.config)
-    if args.n_batches:
-        cfg.eval.n_batches = args.n_batches
-    sampler = build_test_sampler(cfg, **_data_overrides(args.data))
-    if getattr(sampler, "splits_tasks", False):  # a user's tasks: their units, two baselines
-        return _eval_user_tasks(args, model, sampler, cfg, stem)
-    metrics = evaluate(model, sampler, cfg.eval.n_batches, oracle=not args.no_oracle, progress=True)
-    print(format_table([metrics]))
-    out = Path(args.out) if args.out else stem.with_suffix(".eval.json")
-    out.write_text(
-        json.dumps(
-            {
-                "checkpoint": str(args.checkpoint),
-                "data": args.data,
-                "n_batches": cfg.eval.n_batches,
-                **metrics.as_dict(),
-            },
-            indent=2,
-        )
-    )
-    print(f"wrote {out}")
-    return 0
-
-
-def _eval_user_tasks(args, model, sampler, cfg, stem: Path) -> int:
-    """``tnpx eval`` of a model trained on a user's data: its held-out test tasks in the data's
-    units beside a GP fitted per task and the context's moments (``--no-baselines``: alone)."""
-    from ..evaluation.user_tasks import BASELINES, evaluate_tasks, format_task_table
-
-    baselines = () if args.no_baselines else BASELINES
-    if "gp" in baselines and importlib.util.find_spec("gpytorch") is None:
-        print("tnpx eval: note: no 'gp' baseline without gpytorch: pip install 'tnpx[gp]'",
-              file=sys.stderr)  # fmt: skip
-        baselines = tuple(b for b in baselines if b != "gp")
-    rows = evaluate_tasks(model, sampler, cfg.eval.n_batches, baselines)
-    print(format_task_table(rows))
-    out = Path(args.out) if args.out else stem.with_suffix(".eval.json")
-    report = {
-        "checkpoint": str(args.checkpoint),
-        "data": args.data,
-        "n_batches": cfg.eval.n_batches,
-        "units": "the data's (LL per target point; RMSE per output column)",
-        "rows": [r.as_dict() for r in rows],
-    }
-    out.write_text(json.dumps(report, indent=2))
-    print(f"wrote {out}")
-    return 0
-
-
-def _plot(args) -> int:
-    from ..evaluation.protocol import build_test_sampler
-    from ..plot import plot_1d_tasks, plot_image_tasks
-
-    require("matplotlib", "plot", "plotting")  # before loading the model and its data
-    stem = _resolve_checkpoint(args)
-    model, cfg = _model_and_experiment(args.checkpoint, args.config)
-    sampler = build_test_sampler(cfg, **_data_overrides(args.data))
-    out = Path(args.out) if args.out else stem.with_suffix(".png")
-    source = cfg.data["name"]
-    if source in ("image", "grid", "stations") and args.samples:
-        drawn = {"image": "images", "grid": "grid maps", "stations": "station maps"}[source]
-        raise SystemExit(f"tnpx plot: --samples draws 1D function samples, not {drawn}")
-    if source == "image":  # context, mean, std and the image, side by side
-        plot_image_tasks(model, sampler, out, n_tasks=args.n_tasks)
-    elif source == "grid":  # the same four panels as maps of a window, in the data's units
-        from ..plot_grid import plot_grid_tasks
-
-        plot_grid_tasks(model, sampler, out, n_tasks=args.n_tasks)
-    elif source == "stations":  # context stations, then targets by mean, std and truth
-        from ..plot_stations import plot_stations_tasks
-
-        plot_stations_tasks(model, sampler, out, n_tasks=args.n_tasks)
-    elif sampler.dim_x != 1 or sampler.dim_y != 1:
-        raise ValueError(
-            f"no plot for the {source!r} source with dim_x={sampler.dim_x}, "
-            f"dim_y={sampler.dim_y}; tnpx plot draws 1D sources (dim_x = dim_y = 1), "
-            "stations, image and grid"
-        )
-    else:
-        plot_1d_tasks(
-            {model.name: model}, sampler, out, n_tasks=args.n_tasks, n_samples=args.samples
-        )
-    print(f"wrote {out}")
-    return 0
 
 
 def models_table(markdown: bool = True) -> str:
@@ -262,41 +138,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=_runs)
 
-    p = sub.add_parser(
-        "eval",
-        help="score a checkpoint on its experiment's test set",
-        description="LL per target ± s.e. over test tasks, the GP oracle on the "
-        "same tasks, the gap, and 95%% coverage; prints a table and writes JSON.",
-    )
-    p.add_argument("checkpoint", help="checkpoint path or a pretrained model's name")
-    p.add_argument("--config", help="experiment config (default: the one in the checkpoint)")
-    p.add_argument("--data", nargs="*", default=[], help="test-data overrides, e.g. shift=0.4")
-    p.add_argument("--n-batches", type=int, help="number of test batches")
-    p.add_argument("--no-oracle", action="store_true", help="skip the GP oracle")
-    p.add_argument(
-        "--no-baselines",
-        action="store_true",
-        help="user data: skip the per-task GP and context-moments rows",
-    )
-    p.add_argument("--out", help="JSON output (default: CHECKPOINT.eval.json)")
-    p.set_defaults(func=_eval)
-
-    p = sub.add_parser(
-        "plot", help="plot a model's predictions on test tasks (1D, image, grid, stations)"
-    )
-    p.add_argument("checkpoint", help="checkpoint path or a pretrained model's name")
-    p.add_argument("--config", help="experiment config (default: the one in the checkpoint)")
-    p.add_argument("--data", nargs="*", default=[], help="test-data overrides, e.g. shift=0.4")
-    p.add_argument("--n-tasks", type=int, default=4)
-    p.add_argument(
-        "--samples",
-        type=int,
-        default=0,
-        metavar="N",
-        help="also draw N joint function samples per task (autoregressive rollout)",
-    )
-    p.add_argument("--out", help="PNG output (default: CHECKPOINT.png)")
-    p.set_defaults(func=_plot)
+    add_eval(sub)
+    add_plot(sub)
 
     p = sub.add_parser("models", help="list the registered models (or the pretrained ones)")
     p.add_argument("--markdown", action="store_true", help="as a markdown table")

@@ -6,6 +6,8 @@ import os
 import sys
 from pathlib import Path
 
+from .arguments import add_model_argument, add_x_cols
+
 
 def _predict(args) -> int:
     import warnings
@@ -170,12 +172,7 @@ def add_predict(sub) -> None:
         "inputs and, per output Y, Y_mean, Y_std, Y_lower, Y_upper (CSV, to stdout without "
         "--out).",
     )
-    p.add_argument(
-        "model",
-        metavar="MODEL",
-        help="checkpoint path (e.g. runs/NAME/model.pt) or a pretrained model's name "
-        "(`tnpx models --pretrained`)",
-    )
+    add_model_argument(p)
     p.add_argument("--context", required=True, metavar="FILE", help="observed points (CSV)")
     p.add_argument("--targets", required=True, metavar="FILE", help="inputs to predict at (CSV)")
     p.add_argument("--out", metavar="FILE", help="CSV output (default: stdout)")
@@ -184,7 +181,7 @@ def add_predict(sub) -> None:
         metavar="FILE",
         help="PNG of the predictions: curves (one input column) or a map (two)",
     )
-    p.add_argument("--x-cols", nargs="+", metavar="COL", help="input columns")
+    add_x_cols(p)
     p.add_argument("--y-cols", nargs="+", metavar="COL", help="output columns")
     p.add_argument("--level", type=float, default=0.95, help="interval probability (0.95)")
     p.add_argument(
