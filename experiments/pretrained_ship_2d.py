@@ -24,7 +24,6 @@ size, steps, times, provenance, ``finished``; ``check``, which tests/app/test_zo
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 
@@ -140,65 +139,3 @@ def headline(card: dict) -> str:
     conditions = card["shifts"]["conditions"].values()
     moved = ", ".join(f"{c['name']} {c['ll'][0]:.3f}" for c in conditions)
     return f"prior gap {e['gap']:.3f} ± {e['gap_se']:.3f}; LL {moved}"
-
-
-# -- zoo.md ----------------------------------------------------------------------------------
-
-
-def zoo_cards_2d(zoo: Path) -> dict[str, dict]:
-    """The cards of ``zoo`` whose models take two inputs (``dim_x: 2``), by name."""
-    cards = {p.stem: json.loads(p.read_text()) for p in sorted(zoo.glob("*.json"))}
-    return {name: card for name, card in cards.items() if card.get("dim_x") == 2}
-
-
-def summary_rows(cards: dict[str, dict]) -> list[str]:
-    """One row per 2D card: size, training, its prior's LL beside the oracle's, each shift's
-    LL (the oracle's in brackets), the safe range and the card's commit."""
-    from experiments.pretrained_zoo import _pm, _safe
-
-    names = list(next(iter(cards.values()))["shifts"]["conditions"])
-    rows = [
-        "| name | model | params | steps (batch) | train time | prior LL | oracle LL | gap | "
-        + " | ".join(f"{n} LL (oracle)" for n in names)
-        + " | safe range | hard limit | far cov. | card |",
-        "|" + " --- |" * (len(names) + 12),
-    ]
-    for name, c in cards.items():
-        e, moved = c["eval"], c["shifts"]["conditions"]
-        hours = f"{c['train_s'] / 3600:.1f} h" if c["train_s"] else "—"
-        cells = [f"{moved[n]['ll'][0]:.3f} ({moved[n]['oracle_ll'][0]:.3f})" for n in names]
-        rows.append(
-            f"| `{name}` | {c['model']} | {c['params']:,} | {c['steps']:,} ({c['batch_size']}) "
-            f"| {hours} | {_pm(e, 'll')} | {e['oracle_ll']:.3f} | {_pm(e)} | "
-            + " | ".join(cells)
-            + f" | {_safe(c)} | `{c['commit']}` |"
-        )
-    return rows
-
-
-def zoo_section(cards: dict[str, dict], results: Path) -> str:
-    """zoo.md's 2D part (empty without 2D cards): :func:`summary_rows`, then per context size
-    the measured fields beside the GP fitted per window, for each model that the newest
-    ``results/real-fields-2d*.json`` scored (:func:`real_fields_summary`)."""
-    if not cards:
-        return ""
-    from experiments.pretrained_zoo import real_section
-
-    first = next(iter(cards.values()))
-    lines = [
-        "## The 2D zoo",
-        "",
-        f"**What**: every 2D model in the zoo on {first['eval']['n_tasks']:,} held-out "
-        "tasks of its own prior (`gp2d-composite`) beside the GP oracle, and on "
-        f"{first['shifts']['n_tasks']} of them under BSA-TNP's shifts (`shifts-2d.md`: the "
-        "whole field translated; the points' density doubled and halved), LL per target point "
-        "(higher is better). Safe range: as for the 1D models, with targets beyond the context "
-        "on both axes (distance: the largest over the input columns).",
-        "",
-        *summary_rows(cards),
-    ]
-    real = {n: r for n in cards if (r := real_fields_summary(n, results)) is not None}
-    sizes = {key.split("/")[1] for r in real.values() for key in r if "/" in key}
-    for n in sorted(sizes, key=int):
-        lines += real_section(real, n, f"{n} context points", "fields", "window", "windows")
-    return "\n".join(["", *lines, ""])

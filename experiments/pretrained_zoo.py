@@ -4,7 +4,7 @@ oracle; the part of each gap that no model can remove (``bayes-reference.json``,
 :mod:`experiments.pretrained_bayes`); and zero-shot on measured series beside a GP fitted per
 series (for each model the newest ``real-series*.json`` that scored it,
 :mod:`experiments.pretrained_real`). The 2D models' cards (``dim_x: 2``) add a section of their
-own (:func:`experiments.pretrained_ship_2d.zoo_section`).
+own (:func:`experiments.pretrained_zoo_2d.zoo_section`).
 
     python -m experiments.pretrained --report      # results/pretrained/zoo.{md,json}
 
@@ -20,9 +20,9 @@ from pathlib import Path
 
 from experiments.bayes_report import shortfalls
 from experiments.pretrained_eval import KERNELS, ROOT, composite_score, experiment
-from experiments.pretrained_real_report import GP
 from experiments.pretrained_ship import TARGET_GAP, V2, _relative, real_series_summary, shipped_run
-from experiments.pretrained_ship_2d import zoo_cards_2d, zoo_section
+from experiments.pretrained_zoo_2d import zoo_cards_2d, zoo_section
+from experiments.zoo_format import pm, real_section, safe_cells
 from tnpx.checkpoint import load
 from tnpx.training.runs import run_status
 from tnpx.training.state import last_checkpoint
@@ -70,20 +70,6 @@ def unshipped(zoo: Path, runs: Path) -> list[str]:
     return lines
 
 
-def _pm(entry: dict, key: str = "gap") -> str:
-    return f"{entry[key]:.3f} ± {entry[f'{key}_se']:.3f}"
-
-
-def _safe(card: dict) -> str:
-    """A card's safe range, hard limit (context widths) and its lowest 95 % coverage within
-    one width beyond the context (``experiments/pretrained_safe_range.py``)."""
-    sr = card.get("safe_range")
-    if not sr:
-        return "not measured | — | —"
-    near = [b["coverage95"] for b in sr["profile"] if b["n"] and 0 < b["high"] <= 1.0]
-    return f"{sr['widths']:g} | {sr['hard_limit']:g} | {min(near):.3f}"
-
-
 def summary_rows(cards: dict[str, dict]) -> list[str]:
     rows = [
         "| name | model | params | trained on | steps (batch) | train time | (a) LL | (a) gap "
@@ -101,8 +87,8 @@ def summary_rows(cards: dict[str, dict]) -> list[str]:
         prior = "composite" if trained_on_composite(c) else "single-kernel"
         rows.append(
             f"| `{name}` | {c['model']} | {c['params']:,} | {prior} | {steps} "
-            f"({c['batch_size']}) | {hours} | {_pm(a, 'll')} | {_pm(a)} | {met} | "
-            f"{a['coverage95']:.3f} | {_pm(b, 'll')} | {_pm(b)}{here} | {_safe(c)} | "
+            f"({c['batch_size']}) | {hours} | {pm(a, 'll')} | {pm(a)} | {met} | "
+            f"{a['coverage95']:.3f} | {pm(b, 'll')} | {pm(b)}{here} | {safe_cells(c)} | "
             f"`{c['commit']}` |"
         )
     return rows
@@ -111,10 +97,10 @@ def summary_rows(cards: dict[str, dict]) -> list[str]:
 def kernel_rows(cards: dict[str, dict], bayes: dict | None) -> list[str]:
     rows = ["| name | " + " | ".join(KERNELS) + " |", "|" + " --- |" * (len(KERNELS) + 1)]
     for name, c in cards.items():
-        cells = " | ".join(_pm(c["per_kernel"][k]) for k in KERNELS)
+        cells = " | ".join(pm(c["per_kernel"][k]) for k in KERNELS)
         rows.append(f"| `{name}` | {cells} |")
     if bayes is not None:
-        cells = " | ".join(_pm(bayes["per_kernel"][k]) for k in KERNELS)
+        cells = " | ".join(pm(bayes["per_kernel"][k]) for k in KERNELS)
         n = bayes["per_kernel"][KERNELS[0]]["n_tasks"]
         rows.append(f"| irreducible (Bayes average, {n} tasks each) | {cells} |")
     return rows
@@ -149,67 +135,10 @@ def split_rows(bayes: dict, cards: dict[str, dict] | None = None) -> list[str]:
         inter, extra, periodic = shortfalls(bayes, name)
         mark = " †" if shipped_after((cards or {}).get(name), bayes) else ""
         rows.append(
-            f"| `{name}`{mark} | {_pm(m)} | {_pm(e)} | {_pm(m, 'shortfall')} | {inter:.3f} | "
+            f"| `{name}`{mark} | {pm(m)} | {pm(e)} | {pm(m, 'shortfall')} | {inter:.3f} | "
             f"{extra:.3f} | {periodic:.3f} |"
         )
     return rows
-
-
-def _sig3(x: float) -> str:
-    """Three significant digits, trailing zeros kept (14.0, 0.520), whole numbers from 100."""
-    return f"{x:.0f}" if abs(x) >= 100 else f"{x:#.3g}"
-
-
-def real_rows(scored: dict[str, dict], kind: str, what: str = "series") -> list[str]:
-    """RMSE and NLL per series (``what``: or field) of ``kind`` (the key's part after "/") for
-    each model of ``scored`` (name -> :func:`real_series_summary`), and the fitted GP (from the
-    first), with the GP's latency over the model's."""
-    if not scored:
-        return []
-    names = list(scored)
-    rows = [
-        f"| {what} | "
-        + " | ".join(f"`{n}` RMSE" for n in names)
-        + f" | {GP} RMSE | "
-        + " | ".join(f"`{n}` NLL" for n in names)
-        + f" | {GP} NLL | "
-        + " | ".join(f"GP time / `{n}`" for n in names)
-        + " |",
-        "|" + " --- |" * (3 * len(names) + 3),
-    ]
-    first = scored[names[0]]
-    series = [key.split("/")[0] for key in first if key.endswith(f"/{kind}")]
-    for s in series:
-        key = f"{s}/{kind}"
-        gp = first[key][GP]
-        cells = [_sig3(scored[n][key]["model"]["rmse"][0]) for n in names]
-        cells.append(_sig3(gp["rmse"][0]))
-        cells += [f"{scored[n][key]['model']['nll'][0]:.3f}" for n in names]
-        cells.append(f"{gp['nll'][0]:.3f}")
-        cells += [f"{gp['seconds'] / scored[n][key]['model']['seconds']:.0f}x" for n in names]
-        rows.append(f"| {s} | " + " | ".join(cells) + " |")
-    return rows
-
-
-def real_section(
-    real: dict[str, dict], kind: str, label: str, what: str = "series", per: str = "series",
-    over: str = "splits",
-) -> list[str]:  # fmt: skip
-    """The lines of :func:`real_rows` under a sentence that says what they are (``label``: of
-    ``kind``; ``what``, ``per``, ``over``: the data, what a GP is fitted to, what the means
-    are over); none when no model was scored on ``kind``."""
-    rows = real_rows(real, kind, what)
-    if not rows:
-        return []
-    files = sorted({f"`{r['file']}` (commit `{r['commit']}`)" for r in real.values()})
-    return [
-        "",
-        f"Zero-shot on measured {what}, {label}, against a GP fitted per {per} (RMSE and NLL "
-        f"per target point in the {what}' units, means over {over}; the s.e. and the details "
-        f"in {', '.join(files)}):",
-        "",
-        *rows,
-    ]
 
 
 def reading(cards: dict[str, dict], bayes: dict | None) -> str:

@@ -18,8 +18,6 @@ from .sizes import size_problem
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
 
-    from .base import NeuralProcess
-
 REGISTRY: dict[str, Any] = {}  # model name -> its NeuralProcess subclass
 PRESETS: dict[str, dict[str, dict]] = {}  # model name -> preset name -> hyper-parameters
 
@@ -108,7 +106,7 @@ def resolve_hyper(name: str, preset: str | None = None, **overrides) -> Dataclas
 
 def build_model(
     name: str, dim_x: int = 1, dim_y: int = 1, preset: str | None = None, **overrides
-) -> NeuralProcess:
+) -> Any:
     """Build the registered model ``name`` for ``dim_x`` inputs and ``dim_y`` outputs: a
     :class:`~tnpx.models.base.NeuralProcess`.
 
