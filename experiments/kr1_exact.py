@@ -123,7 +123,7 @@ def plot(rows: list[Row], budget: dict, path: Path) -> None:
         for i, r in enumerate(here):
             color, label = f"C{i}", r.spec.label
             if r.curve:
-                ax.plot(*zip(*r.curve), "-", color=color, label=f"{label} (exact, val.)")
+                ax.plot(*zip(*r.curve), ".-", ms=3, color=color, label=f"{label} (exact, val.)")
             cell = budget.get((kernel, r.spec.model))
             if cell is not None and r.spec.label == r.spec.model:
                 ax.plot(*cell, "s", color=color, label=f"{label} (budget cell, test)")
@@ -139,7 +139,7 @@ def plot(rows: list[Row], budget: dict, path: Path) -> None:
         ax.set_xlabel("training steps (batch 32; budget cells: batch 16)")
         ax.set_ylabel("held-out NLL per target (lower is better)")
         ax.set_title(f"KR-1 {KERNEL_NAMES[kernel]}; dotted: the paper's test NLL")
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=6, loc="upper right", ncol=2)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
