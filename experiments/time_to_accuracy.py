@@ -44,6 +44,7 @@ PROTOCOL_STEPS = 100_000  # batches of 32: the goal is a quarter of it
 # recipe -> (long run, model, what differs from the protocol). The protocol: Yogi 1e-3, cosine
 # to 1e-5 over 100,000 steps, batch 32, no warm-up, clip 3.0 (configs/kr1-rbf.yaml).
 ADAMW_WHAT = "AdamW 5e-4, 1k warm-up, cosine to 1e-2 of it over 25k steps"
+ADAMW_1E3_WHAT = "AdamW 1e-3, 1k warm-up, cosine to 1e-2 of it over 25k steps"
 RECIPES = {
     "protocol (tnp-d)": ("kr1-rbf-tnp-d", "tnp-d", "the paper's: Yogi 1e-3, cosine over 100k"),
     "protocol (tnp-kr-full)": (
@@ -70,28 +71,28 @@ RECIPES = {
     "adamw-1e-3-warmup-25k (tnp-kr-full)": (
         "tta-kr1-rbf-tnp-kr-full-adamw1e3-25k",
         "tnp-kr-full",
-        "AdamW 1e-3, 1k warm-up, cosine to 1e-2 of it over 25k steps",
+        ADAMW_1E3_WHAT,
     ),
-    "adamw-warmup-25k (tnp-d)": ("tta-kr1-rbf-tnp-d-adamw-25k", "tnp-d", ADAMW_WHAT),
+    "adamw-1e-3-warmup-25k (tnp-d)": ("tta-kr1-rbf-tnp-d-adamw1e3-25k", "tnp-d", ADAMW_1E3_WHAT),
     "protocol (tnp-kr-full, Matérn-3/2)": (
         "kr1-matern32-tnp-kr-full",
         "tnp-kr-full",
         "the paper's: Yogi 1e-3, cosine over 100k",
     ),
-    "adamw-warmup-25k (tnp-kr-full, Matérn-3/2)": (
-        "tta-kr1-matern32-tnp-kr-full-adamw-25k",
+    "adamw-1e-3-warmup-25k (tnp-kr-full, Matérn-3/2)": (
+        "tta-kr1-matern32-tnp-kr-full-adamw1e3-25k",
         "tnp-kr-full",
-        ADAMW_WHAT,
+        ADAMW_1E3_WHAT,
     ),
     "protocol (tnp-kr-full, periodic)": (
         "kr1-periodic-tnp-kr-full",
         "tnp-kr-full",
         "the paper's: Yogi 1e-3, cosine over 100k",
     ),
-    "adamw-warmup-25k (tnp-kr-full, periodic)": (
-        "tta-kr1-periodic-tnp-kr-full-adamw-25k",
+    "adamw-1e-3-warmup-25k (tnp-kr-full, periodic)": (
+        "tta-kr1-periodic-tnp-kr-full-adamw1e3-25k",
         "tnp-kr-full",
-        ADAMW_WHAT,
+        ADAMW_1E3_WHAT,
     ),
 }
 
