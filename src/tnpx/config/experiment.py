@@ -43,7 +43,7 @@ MODEL_KEYS = {"name": str, "dim_x": int, "dim_y": int, "preset": str | None}
 @dataclass
 class OptimConfig:
     name: str = ruled(one_of("adamw", "adam", "yogi", fold_case=True), "adamw")
-    lr: float = ruled(positive(), 5e-4)
+    lr: float = ruled(positive(), 1e-3)
     weight_decay: float = ruled(non_negative(), 0.0)
     betas: list[float] = ruled(adam_betas(), default_factory=lambda: [0.9, 0.999])
     # {parameter-name prefix: factor}: those parameters train at lr * factor, e.g.
