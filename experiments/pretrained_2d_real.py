@@ -49,7 +49,7 @@ with warnings.catch_warnings():  # linear_operator (through gpytorch) calls torc
 
 import tnpx
 from experiments.pretrained_2d_report import plot_window, run_header, write_report
-from experiments.pretrained_real import ZeroShot, save_run, score, summarise, timed
+from experiments.pretrained_real import ZeroShot, save_run, score_context, summarise
 from experiments.pretrained_real_gp import NUS, FittedGP, best_of_starts, context_units
 from experiments.pretrained_real_report import GP
 from experiments.real_fields import FIELDS, RealField, load_field
@@ -167,17 +167,7 @@ def run_window(field: RealField, ctx: np.ndarray, tgt: np.ndarray, models: list)
     """Every model and the fitted GP on one context and its targets (indices into the field):
     scores and seconds per prediction."""
     xc, yc, xt, yt = field.x[ctx], field.y[ctx], field.x[tgt], field.y[tgt]
-    row = {"n_ctx": len(ctx), "n_tgt": len(tgt), "scores": {}}
-    for model in models:
-        (mean, std), seconds = timed(lambda m=model: m.predict(xc, yc, xt), NP_REPEATS)
-        row["scores"][model.label] = {**score(yt, mean, std), "seconds": seconds}
-    start = time.perf_counter()
-    gp = fit_field_gp(xc, yc)
-    mean, std = gp.predict(xt)
-    seconds = time.perf_counter() - start
-    row["scores"][GP] = {**score(yt, mean, std), "seconds": seconds, "nu": gp.nu}
-    row["gp"] = gp  # kept for the figure, dropped before writing JSON
-    return row
+    return score_context(models, xc, yc, xt, yt, fit_field_gp, NP_REPEATS)
 
 
 def main(argv: list[str] | None = None) -> dict:

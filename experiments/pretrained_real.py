@@ -150,12 +150,18 @@ def run_split(series: RealSeries, split: Split, models: list[ZeroShot]) -> dict:
     """Every model and the fitted GP on one split: scores and seconds per prediction."""
     xc, yc = series.x[split.context], series.y[split.context]
     xt, yt = series.x[split.targets], series.y[split.targets]
+    return score_context(models, xc, yc, xt, yt, fit_series_gp)
+
+
+def score_context(models: list, xc, yc, xt, yt, fit_gp, repeats: int = NP_REPEATS) -> dict:
+    """Every model (median seconds over ``repeats`` calls) and the GP ``fit_gp(xc, yc)`` (its
+    fit and prediction, once) on one context and its targets: scores and seconds each."""
     row = {"n_ctx": len(xc), "n_tgt": len(xt), "scores": {}}
     for model in models:
-        (mean, std), seconds = timed(lambda m=model: m.predict(xc, yc, xt), NP_REPEATS)
+        (mean, std), seconds = timed(lambda m=model: m.predict(xc, yc, xt), repeats)
         row["scores"][model.label] = {**score(yt, mean, std), "seconds": seconds}
     start = time.perf_counter()
-    gp = fit_series_gp(xc, yc)
+    gp = fit_gp(xc, yc)
     mean, std = gp.predict(xt)
     seconds = time.perf_counter() - start
     row["scores"][GP] = {**score(yt, mean, std), "seconds": seconds, "nu": gp.nu}
