@@ -8,6 +8,19 @@ import math
 from collections.abc import Callable
 
 GP = "fitted GP"  # real_series / real_fields: the GPyTorch GP fitted per series or window
+KERNEL_NAMES = {  # the single-kernel prior's kernels, as a page names them
+    "rbf": "RBF",
+    "matern12": "Matérn-1/2",
+    "matern32": "Matérn-3/2",
+    "matern52": "Matérn-5/2",
+    "periodic": "periodic",
+}
+SERIES_NAMES = {  # the measured series (results/pretrained/real-series*), as a page names them
+    "sunspots": "sunspots",
+    "nile": "the Nile",
+    "elnino": "El Niño",
+    "co2": "CO₂",
+}
 
 
 def num(x, digits: int = 3) -> str:

@@ -26,9 +26,12 @@ def test_cpu_flags_are_a_subset_of_the_flags_that_matter():
 
 @pytest.mark.slow
 def test_benchmark_writes_a_table_with_both_modes(tmp_path):
-    assert mixed_precision.main(
-        ["--models", "cnp", "--rounds", "1", "--steps", "1", "--out", str(tmp_path)]
-    ) == 0
+    assert (
+        mixed_precision.main(
+            ["--models", "cnp", "--rounds", "1", "--steps", "1", "--out", str(tmp_path)]
+        )
+        == 0
+    )
     rows = json.loads((tmp_path / "mixed_precision.json").read_text())["rows"]
     (row,) = rows
     assert row["model"] == "cnp"
