@@ -81,3 +81,23 @@ def test_the_goal_is_met_only_by_the_test_nll(tmp_path):
     c.test = {"ll": 0.46, "ll_se": 0.002, "oracle_ll": 0.568}
     assert tta.goal_verdict(c, 400) == "yes" and tta.goal_verdict(c, 30_000) == "no"
     assert "at or below the paper's" in tta.reading([c])
+
+
+def test_a_replicate_shows_its_own_seed(tmp_path):
+    """The second seed of the recipe says so in its row; every other recipe is seed 0."""
+    for run in (
+        "tta-kr1-rbf-tnp-kr-full-adamw1e3-25k",
+        "tta-kr1-rbf-tnp-kr-full-adamw1e3-25k-seed1",
+    ):
+        (tmp_path / run).mkdir()
+        (tmp_path / run / "metrics.csv").write_text(LOG)
+    first, second = (
+        tta.curve(recipe, *tta.RECIPES[recipe], root=tmp_path)
+        for recipe in (
+            "adamw-1e-3-warmup-25k (tnp-kr-full)",
+            "adamw-1e-3-warmup-25k (tnp-kr-full), seed 1",
+        )
+    )
+    assert (first.seed, second.seed) == (0, 1)
+    assert "| seed |" in tta.table([first])[0]
+    assert f"| {second.what} | 1 | 25,000 |" in tta.table([second])[2]
