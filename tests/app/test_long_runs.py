@@ -3,6 +3,8 @@ resuming ends exactly as an uninterrupted run, and a finished run is left alone.
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 import torch
 
@@ -133,3 +135,66 @@ def test_a_finished_run_needs_only_its_model_config_and_metrics(tmp_path, monkey
     torch.save(record, old / "model.pt")
     legacy = run_status(old)
     assert (legacy.finished, legacy.steps_done) == (True, 20) and legacy.train_hours > 0
+
+
+class _FakeRuns:
+    """A wall clock that each ``sleep`` advances, and training processes that exit when their
+    run ends (``ends``: seconds after starting) or their ``--max-minutes`` runs out."""
+
+    def __init__(self, ends: dict[str, float]):
+        self.now, self.ends, self.procs = 0.0, ends, []
+        self.started: dict[str, tuple[float, float]] = {}  # name -> (minute, budget)
+
+    def popen(self, cmd, **kwargs):
+        name, budget = cmd[0], float(cmd[cmd.index("--max-minutes") + 1])
+        self.started[name] = (self.now / 60, budget)
+        proc = SimpleNamespace(
+            returncode=None, stop_at=self.now + min(self.ends[name], 60 * budget)
+        )
+        proc.poll = lambda: proc.returncode
+        self.procs.append(proc)
+        return proc
+
+    def sleep(self, seconds):
+        self.now += seconds
+        for proc in self.procs:
+            if proc.returncode is None and self.now >= proc.stop_at:
+                proc.returncode = 0
+
+
+@pytest.fixture
+def fake_runs(tmp_path, monkeypatch):
+    monkeypatch.setattr(long_runs, "FOLDER", tmp_path)
+    monkeypatch.setattr(long_runs, "finished", lambda name: False)
+    monkeypatch.setattr(long_runs, "tidy", lambda names: [])
+    monkeypatch.setattr(
+        long_runs, "command", lambda name, minutes: [name, "--max-minutes", str(minutes)]
+    )
+
+    def advance(names, minutes, parallel, ends):
+        runs = _FakeRuns(ends)
+        long_runs.advance(
+            names, minutes, parallel, popen=runs.popen, clock=lambda: runs.now, sleep=runs.sleep
+        )
+        return runs
+
+    return advance
+
+
+def test_advance_shares_one_budget_over_the_queue(fake_runs):
+    """One --minutes budget for the call: a run started when another finishes gets what is
+    left, and the call ends with the budget."""
+    runs = fake_runs(["a", "b", "c", "d"], 20, 2, ends={"a": 600, "b": 1e9, "c": 1e9, "d": 1e9})
+    assert runs.started["a"] == (0.0, 20.0) and runs.started["b"] == (0.0, 20.0)
+    at, budget = runs.started["c"]  # took a's place when it finished, for the time left
+    assert 10 <= at < 10.2 and at + budget == pytest.approx(20, abs=0.1)
+    assert "d" not in runs.started  # no slot freed before the budget ran out
+    assert runs.now <= 20 * 60 + 10
+
+
+def test_advance_starts_nothing_with_less_than_the_least_slice_left(fake_runs):
+    """A run that would start in the budget's last minutes is left for the next call."""
+    least = long_runs.MIN_SLICE_MINUTES
+    runs = fake_runs(["a", "b"], 10, 1, ends={"a": 60 * (10 - least / 2), "b": 1e9})
+    assert list(runs.started) == ["a"]
+    assert fake_runs(["a"], least / 2, 1, ends={"a": 1e9}).started == {}
