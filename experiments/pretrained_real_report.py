@@ -46,23 +46,27 @@ def _calibration(run: dict, labels: list[str]) -> list[str]:
     return rows
 
 
+def forecast_share(run: dict, label: str) -> float | None:
+    """``label``'s share of forecast targets beyond 5 predicted standard deviations, pooled
+    over every series' forecasts; None if the run has no forecasts or predates the measure."""
+    keys = [k for k in run["results"] if k.endswith("/forecast")]
+    if not keys or "beyond_5sd" not in run["results"][keys[0]]["summary"][GP]:
+        return None
+    n = [sum(r["n_tgt"] for r in run["results"][k]["splits"]) for k in keys]
+    got = [run["results"][k]["summary"][label]["beyond_5sd"] for k in keys]
+    return sum(a * b for a, b in zip(n, got)) / sum(n)
+
+
 def forecast_verdict(run: dict, labels: list[str]) -> str:
     """Issue 33's goal: in forecasts, no model beyond 5σ more often than the fitted GP (the
     shares pooled over every series' forecast targets)."""
-    keys = [k for k in run["results"] if k.endswith("/forecast")]
-    if not keys or "beyond_5sd" not in run["results"][keys[0]]["summary"][GP]:
+    gp = forecast_share(run, GP)
+    if gp is None:
         return ""
-
-    def share(label: str) -> float:
-        n = [sum(r["n_tgt"] for r in run["results"][k]["splits"]) for k in keys]
-        got = [run["results"][k]["summary"][label]["beyond_5sd"] for k in keys]
-        return sum(a * b for a, b in zip(n, got)) / sum(n)
-
-    gp = share(GP)
+    shares = {lab: forecast_share(run, lab) for lab in labels if lab != GP}
     parts = [
-        f"`{lab}` {100 * share(lab):.1f} % ({'met' if share(lab) <= gp else 'missed'})"
-        for lab in labels
-        if lab != GP
+        f"`{lab}` {100 * share:.1f} % ({'met' if share <= gp else 'missed'})"
+        for lab, share in shares.items()
     ]
     return (
         f"Forecasts, targets beyond 5 predicted standard deviations over all series (goal: no "
@@ -83,7 +87,7 @@ def _latency(run: dict, labels: list[str]) -> list[str]:
     return rows
 
 
-def _paired(run: dict, key: str, model: str, metric: str) -> tuple[float, float]:
+def paired(run: dict, key: str, model: str, metric: str) -> tuple[float, float]:
     """Mean ± s.e. over the splits of ``model``'s metric less the fitted GP's (same splits)."""
     diffs = [
         s["scores"][model][metric] - s["scores"][GP][metric] for s in run["results"][key]["splits"]
@@ -104,7 +108,7 @@ def _verdicts(run: dict, labels: list[str]) -> list[str]:
             for name in run["series"]:
                 key = f"{name}/{kind}"
                 for metric in level:
-                    diff, se = _paired(run, key, model, metric)
+                    diff, se = paired(run, key, model, metric)
                     if diff <= 2 * se:
                         level[metric].append(name)
                 s = run["results"][key]["summary"]

@@ -23,6 +23,7 @@ from experiments.pretrained_eval import KERNELS, ROOT, composite_score, experime
 from experiments.pretrained_ship import TARGET_GAP, V2, _relative, real_series_summary, shipped_run
 from experiments.pretrained_zoo_2d import zoo_cards_2d, zoo_section
 from experiments.zoo_format import pm, real_section, safe_cells
+from experiments.zoo_goals import goals_section
 from tnpx.checkpoint import load
 from tnpx.training.runs import run_status
 from tnpx.training.state import last_checkpoint
@@ -180,8 +181,11 @@ def report(
     pending: list[str],
     command: str,
     commit: str,
+    results: Path | None = None,
 ) -> str:
-    """The markdown report; ``real``: each model's real-series summary (may be empty)."""
+    """The markdown report; ``real``: each model's real-series summary (may be empty);
+    ``results``: the folder of the result files issue 33's goals are read from (None: no goals
+    section)."""
     first = next(iter(cards.values()))
     sections = [
         "# The 1D zoo: today's models and the v2 long runs against the GP oracle",
@@ -232,6 +236,9 @@ def report(
                 "card's gaps above are of today's); `python -m experiments.pretrained_bayes` "
                 "recomputes it.",
             ]
+    if results is not None:
+        fresh = lambda name: bayes is not None and not shipped_after(cards[name], bayes)  # noqa: E731
+        sections += goals_section(list(cards), bayes, results, fresh)
     for kind in ("interpolation", "extrapolation"):
         sections += real_section(real, kind, kind)
     sections += ["", f"**Reading**: {reading(cards, bayes)}", ""]
@@ -286,7 +293,7 @@ def write_report(
     bayes = json.loads(bayes_path.read_text()) if bayes_path.is_file() else None
     real = {n: r for n in cards if (r := real_series_summary(n, out)) is not None}
     cards_2d = zoo_cards_2d(zoo)
-    text = report(cards, bayes, real, unshipped(zoo, runs), command, commit)
+    text = report(cards, bayes, real, unshipped(zoo, runs), command, commit, out)
     text += zoo_section(cards_2d, out)
     out.mkdir(parents=True, exist_ok=True)
     plot_gaps(cards, bayes, out / f"{REPORT}.png")

@@ -247,6 +247,11 @@ def test_zoo_report_has_every_card_and_says_what_is_missing(zoo, runs, tmp_path)
     assert text.count("| nile | 2.00 | 2.00 | 1.00 | 3.250 | 3.250 | 2.500 | 200x | 200x |") == 2
     assert "`real-series-v2.json` (commit `c0ffee0`)" in text
     assert "The rest is `gp1d-tnp`'s own shortfall, 0.400 on the reference's tasks" in text
+    # Issue 33's goals: gp1d-tnp's shortfall from the Bayes reference, the series from the file
+    # that scored it (its splits empty: no paired level; no forecasts), no test-functions file.
+    goals = next(line for line in text.splitlines() if line.startswith("| `gp1d-tnp` | 0.400"))
+    assert "0.400 (missed)" in goals and "200x (met)" in goals
+    assert goals.count("not measured") == 3
     assert (
         json.loads((out / "zoo.json").read_text()) == cards and (out / "zoo.png").stat().st_size > 0
     )
