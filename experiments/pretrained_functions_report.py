@@ -82,13 +82,22 @@ def reading(run: dict, labels: list[str]) -> str:
             ]
         )
         within = sum(r <= GOAL_RATIO for r in ratios.values())
+        cover = {lab: _smooth_coverage(run, lab) for lab in (label, GP)}
         parts.append(
             f"`{label}` is within {GOAL_RATIO:g}x of the fitted GP's relative RMSE on "
             f"{within} of {len(ratios)} smooth functions (goal: all; "
             f"{'met' if verdict['met'] else 'missed'}), worst on {worst} "
-            f"({ratios[worst]:.1f}x), at {speed:.0f}x the GP's speed (median over functions)"
+            f"({ratios[worst]:.1f}x), at {speed:.0f}x the GP's speed (median over functions); "
+            f"its 95 % intervals cover {cover[label]:.3f} of the smooth functions' targets "
+            f"(the GP's: {cover[GP]:.3f})"
         )
     return "; ".join(parts) + "."
+
+
+def _smooth_coverage(run: dict, label: str) -> float:
+    """``label``'s 95 % coverage over the smooth functions' targets (equal counts each)."""
+    smooth = [f for f in run["results"] if run["functions"][f]["smooth"]]
+    return float(np.mean([run["results"][f]["summary"][label]["coverage95"] for f in smooth]))
 
 
 def write_report(run: dict, labels: list[str], figure: str, path: Path) -> str:

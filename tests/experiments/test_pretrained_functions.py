@@ -77,8 +77,8 @@ def _run(ratios: dict[str, float]) -> dict:
         "results": {
             n: {
                 "summary": {
-                    "m": {"rel_rmse": (0.01 * r, 0.0), "seconds": 0.01},
-                    GP: {"rel_rmse": (0.01, 0.0), "seconds": 1.0},
+                    "m": {"rel_rmse": (0.01 * r, 0.0), "seconds": 0.01, "coverage95": 1.0},
+                    GP: {"rel_rmse": (0.01, 0.0), "seconds": 1.0, "coverage95": 0.9},
                 }
             }
             for n, r in ratios.items()
@@ -94,7 +94,7 @@ def test_the_goal_is_judged_on_the_smooth_functions_only():
     assert not missed["met"]
     text = report.reading(_run({"forrester": 3.1, "x-sin-x": 1.0}), ["m", GP])
     assert "on 1 of 2 smooth functions" in text and "missed" in text and "forrester (3.1x)" in text
-    assert "100x the GP's speed" in text
+    assert "100x the GP's speed" in text and "cover 1.000 of" in text and "GP's: 0.900" in text
 
 
 @pytest.mark.slow
