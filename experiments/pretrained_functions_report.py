@@ -30,7 +30,11 @@ def goal_verdicts(run: dict, labels: list[str]) -> dict[str, dict]:
 
 
 def _cell(pair) -> str:
+    """``mean ± s.e.``: three decimals, or two significant digits below 0.01 (a GP's relative
+    RMSE on a smooth function is ~1e-4, which three decimals would print as 0.000)."""
     mean, se = pair
+    if abs(mean) < 0.01:
+        return f"{mean:.1e} ± {se:.1e}"
     return f"{mean:.3f} ± {se:.3f}"
 
 

@@ -117,3 +117,9 @@ def test_tiny_run_end_to_end(tmp_path):
     mean, std = pf.ZeroShot(str(checkpoint)).predict(xc, yc, xt)
     want = np.sqrt(np.mean((mean - yt) ** 2)) / yt.std()
     assert draws[1]["scores"]["tiny"]["rel_rmse"] == pytest.approx(want, rel=1e-5)
+
+
+def test_small_errors_keep_their_digits():
+    # A GP's relative RMSE on a smooth function is ~1e-4: it must not print as 0.000.
+    assert report._cell((4.1e-4, 3e-5)) == "4.1e-04 ± 3.0e-05"
+    assert report._cell((0.027, 0.002)) == "0.027 ± 0.002"
