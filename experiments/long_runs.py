@@ -79,6 +79,21 @@ RUNS["tta-kr1-rbf-tnp-d-adamw1e3-25k"] = (
     "configs/kr1-rbf.yaml",
     ["model.name=tnp-d", "train.steps=25000", "train.val_every=2500", *ADAMW_1E3_25K],
 )
+# Wider or deeper at a fixed compute budget (issue 34: "for a fixed compute budget, is a wider
+# or deeper model the better buy?"): the recipe on tnp-kr-full with its 6 layers of width 64
+# traded for 3 of width 96 (6 heads of 16, feed-forward 192) or 11 of width 48 (3 heads),
+# each run for the base's FLOPs. One training step, counted by time_to_accuracy.step_gflops:
+# base 5.82 GFLOPs, 96x3 6.72, 48x11 5.84; so 96x3 runs 25,000 x 5.82 / 6.72 = 21,700 steps.
+WIDE = ["model.dim_model=96", "model.n_heads=6", "model.dim_ff=192", "model.n_layers=3"]
+DEEP = ["model.dim_model=48", "model.n_heads=3", "model.dim_ff=96", "model.n_layers=11"]
+RUNS["tta-kr1-rbf-tnp-kr-full-96x3-adamw1e3"] = (
+    "configs/kr1-rbf.yaml",
+    [*TTA, *ADAMW_1E3_25K, *WIDE, "train.steps=21700"],
+)
+RUNS["tta-kr1-rbf-tnp-kr-full-48x11-adamw1e3"] = (
+    "configs/kr1-rbf.yaml",
+    [*TTA, *ADAMW_1E3_25K, *DEEP],
+)
 for _kernel in ("matern32", "periodic"):
     RUNS[f"tta-kr1-{_kernel}-tnp-kr-full-adamw1e3-25k"] = (
         f"configs/kr1-{_kernel}.yaml",
@@ -106,7 +121,8 @@ RUNS["gp2d-te-tnp-rope"] = ("configs/pretrained-gp2d-te-tnp-rope.yaml", [])
 # What a bare `advance` trains, in this order (finished runs are skipped, so the first entries,
 # done, cost nothing): issue 20's KR-1 runs and v2 zoo models; then issue 34's recipe runs (the
 # goal's second model, then the other kernels), its required exact-protocol cells and the
-# recipe's second seed; then issue 33's zoo models (2D first: there is none yet); last,
+# recipe's second seed; then issue 33's zoo models (2D first: there is none yet); then issue
+# 34's wider-or-deeper pair; last,
 # TNP-KR-Fast (issue 20's "if time allows"; ConvCNP's ~2 s a step at batch 32 would take ~55
 # hours of one core: not queued).
 ORDER = [
@@ -124,6 +140,8 @@ ORDER = [
     "gp2d-te-tnp-rope",
     "gp1d-v3-tnp",
     "gp1d-v3-te-tnp-rope",
+    "tta-kr1-rbf-tnp-kr-full-96x3-adamw1e3",
+    "tta-kr1-rbf-tnp-kr-full-48x11-adamw1e3",
     "kr1-rbf-tnp-kr-fast",
 ]
 

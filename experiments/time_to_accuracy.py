@@ -78,6 +78,16 @@ RECIPES = {
         "tnp-kr-full",
         f"{ADAMW_1E3_WHAT}; another seed (initial weights, training and validation batches)",
     ),
+    "adamw-1e-3-warmup, 3 layers of 96 (tnp-kr-full)": (
+        "tta-kr1-rbf-tnp-kr-full-96x3-adamw1e3",
+        "tnp-kr-full",
+        "the recipe; 3 layers of width 96 (6 heads) for 6 of 64, 21,700 steps: the base's FLOPs",
+    ),
+    "adamw-1e-3-warmup, 11 layers of 48 (tnp-kr-full)": (
+        "tta-kr1-rbf-tnp-kr-full-48x11-adamw1e3",
+        "tnp-kr-full",
+        "the recipe; 11 layers of width 48 (3 heads) for 6 of 64, 25k steps: the base's FLOPs",
+    ),
     "adamw-1e-3-warmup-25k (tnp-d)": ("tta-kr1-rbf-tnp-d-adamw1e3-25k", "tnp-d", ADAMW_1E3_WHAT),
     "protocol (tnp-kr-full, Matérn-3/2)": (
         "kr1-matern32-tnp-kr-full",

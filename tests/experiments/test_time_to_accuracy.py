@@ -101,3 +101,17 @@ def test_a_replicate_shows_its_own_seed(tmp_path):
     assert (first.seed, second.seed) == (0, 1)
     assert "| seed |" in tta.table([first])[0]
     assert f"| {second.what} | 1 | 25,000 |" in tta.table([second])[2]
+
+
+def test_the_wider_and_deeper_runs_spend_the_base_recipes_flops():
+    """The fixed-budget comparison holds: steps x FLOPs per step within 3 % of the base's."""
+    from experiments.long_runs import RUNS
+    from tnpx.config import load_config
+
+    def total(run):
+        config, overrides = RUNS[run]
+        return load_config(config, overrides).train.steps * tta.step_gflops(config, overrides)
+
+    base = total("tta-kr1-rbf-tnp-kr-full-adamw1e3-25k")
+    for run in ("tta-kr1-rbf-tnp-kr-full-96x3-adamw1e3", "tta-kr1-rbf-tnp-kr-full-48x11-adamw1e3"):
+        assert total(run) == pytest.approx(base, rel=0.03), run
