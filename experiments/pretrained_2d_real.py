@@ -49,9 +49,8 @@ with warnings.catch_warnings():  # linear_operator (through gpytorch) calls torc
 
 import tnpx
 from experiments.pretrained_2d_report import plot_window, run_header, write_report
-from experiments.pretrained_real import ZeroShot, save_run, score_context, summarise
+from experiments.pretrained_real import ZeroShot, load_models, save_run, score_context, summarise
 from experiments.pretrained_real_gp import NUS, FittedGP, best_of_starts, context_units
-from experiments.pretrained_real_report import GP
 from experiments.real_fields import FIELDS, RealField, load_field
 
 WINDOW_FRACTION = 1 / 3  # a window's side, of the field's shorter side
@@ -184,10 +183,7 @@ def main(argv: list[str] | None = None) -> dict:
     if args.windows < 1 or args.targets < 1 or min(args.context_sizes) < 1:
         parser.error("--windows, --targets and every --context-sizes must be at least 1")
     torch.set_num_threads(1)
-    models = [FieldModel(spec) for spec in args.models]
-    labels = [m.label for m in models] + [GP]
-    if len(set(labels)) < len(labels):
-        raise SystemExit(f"two models share a label ({labels}): give checkpoints distinct names")
+    models, labels = load_models(args.models, FieldModel)
     sizes = sorted(set(args.context_sizes))
     header, started = run_header(), time.perf_counter()
     results, example = {}, None

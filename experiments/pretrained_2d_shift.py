@@ -46,7 +46,7 @@ from pathlib import Path
 import torch
 
 from experiments.pretrained_2d_report import run_header, shift_report
-from experiments.pretrained_real import model_label
+from experiments.pretrained_real import distinct_labels, model_label
 from tnpx.batch import Batch, observed_mean
 from tnpx.checkpoint import experiment_from_record, model_from_record, read_checkpoint
 from tnpx.config import ExperimentConfig
@@ -169,9 +169,7 @@ def main(argv: list[str] | None = None) -> dict:
     if args.tasks < 1 or any(not f > 0 for f in args.densities):
         parser.error("--tasks must be at least 1 and every density factor positive")
     torch.set_num_threads(1)
-    labels = [model_label(spec) for spec in args.models]
-    if len(set(labels)) < len(labels):
-        raise SystemExit(f"two models share a label ({labels}): give checkpoints distinct names")
+    labels = distinct_labels([model_label(spec) for spec in args.models])
     plan = conditions(args.shift, args.densities)
     header, started = run_header(), time.perf_counter()
     results = {label: run_model(spec, plan, args.tasks) for label, spec in zip(labels, args.models)}

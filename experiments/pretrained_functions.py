@@ -40,8 +40,8 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from experiments.pretrained_functions_report import GP, plot_functions, write_report
-from experiments.pretrained_real import ZeroShot, mean_se, save_run, score_context, summarise
+from experiments.pretrained_functions_report import plot_functions, write_report
+from experiments.pretrained_real import load_models, mean_se, save_run, score_context, summarise
 from tnpx.provenance import command_line, git_commit, hardware
 
 
@@ -194,10 +194,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--name", default="test-functions", help="file name stem under --out")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
-    models = [ZeroShot(spec) for spec in args.models]
-    labels = [m.label for m in models] + [GP]
-    if len(set(labels)) < len(labels):
-        raise SystemExit(f"two models share a label ({labels}): give checkpoints distinct names")
+    models, labels = load_models(args.models)
     started = time.perf_counter()
     results, examples = {}, {}
     for f_index, name in enumerate(args.functions):

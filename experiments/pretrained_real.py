@@ -136,6 +136,20 @@ class ZeroShot:
         return out["y_mean"].to_numpy(), out["y_std"].to_numpy()
 
 
+def distinct_labels(labels: list[str]) -> list[str]:
+    """``labels``, or exit saying two specs share one (their rows would merge in a table)."""
+    if len(set(labels)) < len(labels):
+        raise SystemExit(f"two models share a label ({labels}): give checkpoints distinct names")
+    return labels
+
+
+def load_models(specs: list[str], kind: type = ZeroShot) -> tuple[list, list[str]]:
+    """Each spec (zoo name or checkpoint) as ``kind``, and the table's labels: the models'
+    then the fitted GP's."""
+    models = [kind(spec) for spec in specs]
+    return models, distinct_labels([m.label for m in models] + [GP])
+
+
 def timed(fn, repeats: int):
     """``fn()``'s last result and the median wall time of ``repeats`` calls."""
     times, result = [], None
@@ -203,10 +217,7 @@ def main(argv: list[str] | None = None) -> dict:
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     commit, command = git_commit(), command_line()
-    models = [ZeroShot(spec) for spec in args.models]
-    labels = [m.label for m in models] + [GP]
-    if len(set(labels)) < len(labels):
-        raise SystemExit(f"two models share a label ({labels}): give checkpoints distinct names")
+    models, labels = load_models(args.models)
     started, load_at_start = time.perf_counter(), os.getloadavg()[0]
     results, examples = {}, {}
     for s_index, name in enumerate(args.series):

@@ -13,6 +13,7 @@ import tnpx
 pytest.importorskip("gpytorch", reason="needs the gp extra")
 from experiments import pretrained_functions as pf  # noqa: E402
 from experiments import pretrained_functions_report as report  # noqa: E402
+from experiments.pretrained_real import ZeroShot  # noqa: E402
 from experiments.pretrained_real_report import GP  # noqa: E402
 
 
@@ -114,7 +115,7 @@ def test_tiny_run_end_to_end(tmp_path):
     # The model's score is tnpx.predict's on the design the seed gives.
     fn = pf.FUNCTIONS["forrester"]
     xc, yc, xt, yt = pf.design(fn, np.random.default_rng([0, 0, 1]))
-    mean, std = pf.ZeroShot(str(checkpoint)).predict(xc, yc, xt)
+    mean, std = ZeroShot(str(checkpoint)).predict(xc, yc, xt)
     want = np.sqrt(np.mean((mean - yt) ** 2)) / yt.std()
     assert draws[1]["scores"]["tiny"]["rel_rmse"] == pytest.approx(want, rel=1e-5)
 
