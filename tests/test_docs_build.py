@@ -135,3 +135,20 @@ def test_a_card_missing_fields_still_renders(monkeypatch):
     assert "`long-runs/first`" in page and f"**{card['steps_total']:,}**" in page
     overview = zoo_cards.index_page({"bare": {"name": "bare"}, card["name"]: card}, 0.15, str)
     assert "[`bare`](bare.md)" in overview
+
+
+def test_pages_sharing_a_title_are_told_apart_in_the_nav(monkeypatch, tmp_path):
+    """The same script's reports share an H1 (real-series, -v2, -v3): the nav adds each one's
+    file stem, where it would otherwise list the same line three times."""
+    monkeypatch.syspath_prepend(str(ROOT / "docs" / "hooks"))
+    import pages
+
+    files = {}
+    for stem, title in [("a", "Same"), ("a-v2", "Same"), ("b", "Other")]:
+        files[f"reproductions/x/{stem}.md"] = tmp_path / f"{stem}.md"
+        files[f"reproductions/x/{stem}.md"].write_text(f"# {title}\n\ntext\n")
+    assert pages._named_apart(list(files), files) == [
+        {"Same (a)": "reproductions/x/a.md"},
+        {"Same (a-v2)": "reproductions/x/a-v2.md"},
+        "reproductions/x/b.md",
+    ]

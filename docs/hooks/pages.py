@@ -162,11 +162,23 @@ def _folder_nav(folder: Path, pages: dict[str, Path], landings: dict[str, str]):
     if index not in pages:
         landings[index] = _landing(folder, below, pages)
     items: list = [index]
-    items += [u for u, md in pages.items() if md.parent == folder and u != index]
+    items += _named_apart(
+        [u for u, md in pages.items() if md.parent == folder and u != index], pages
+    )
     for sub in sorted(p for p in folder.iterdir() if p.is_dir() and p.name not in SKIPPED_DIRS):
         if _in(sub, pages):
             items.append(_folder_nav(sub, pages, landings))
     return {_folder_title(folder): items}
+
+
+def _named_apart(uris: list[str], pages: dict[str, Path]) -> list:
+    """Nav entries for ``uris``: a page whose title another of them shares gets its file's stem
+    after the title (``real-series-v2``, ``-v3``: the same script's reports, one H1), where the
+    nav would otherwise show the same line twice; the rest stay bare (MkDocs titles them)."""
+    titles = [_title(pages[u]) for u in uris]
+    return [
+        {f"{t} ({pages[u].stem})": u} if titles.count(t) > 1 else u for u, t in zip(uris, titles)
+    ]
 
 
 def _landing(folder: Path, uris: list[str], pages: dict[str, Path]) -> str:
