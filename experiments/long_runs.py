@@ -86,6 +86,13 @@ RUNS["tta-kr1-rbf-tnp-d-adamw1e3-25k"] = (
     "configs/kr1-rbf.yaml",
     ["model.name=tnp-d", "train.steps=25000", "train.val_every=2500", *ADAMW_1E3_25K],
 )
+# The next lever if tnp-d misses at 25k (it trailed the protocol on validation at 2.5k-7.5k):
+# the same run validated and saved as an exponential moving average of its weights. Registered,
+# not queued: run it by name (`advance --runs ...`) once the plain run's test NLL is known.
+RUNS["tta-kr1-rbf-tnp-d-adamw1e3-25k-ema"] = (
+    "configs/kr1-rbf.yaml",
+    [*RUNS["tta-kr1-rbf-tnp-d-adamw1e3-25k"][1], "train.ema_decay=0.999"],
+)
 # Wider or deeper at a fixed compute budget (issue 34: "for a fixed compute budget, is a wider
 # or deeper model the better buy?"): the recipe on tnp-kr-full with its 6 layers of width 64
 # traded for 3 of width 96 (6 heads of 16, feed-forward 192) or 11 of width 48 (3 heads),

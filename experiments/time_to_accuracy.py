@@ -89,6 +89,11 @@ RECIPES = {
         "the recipe; 11 layers of width 48 (3 heads) for 6 of 64, 25k steps: the base's FLOPs",
     ),
     "adamw-1e-3-warmup-25k (tnp-d)": ("tta-kr1-rbf-tnp-d-adamw1e3-25k", "tnp-d", ADAMW_1E3_WHAT),
+    "adamw-1e-3-warmup-25k + EMA (tnp-d)": (
+        "tta-kr1-rbf-tnp-d-adamw1e3-25k-ema",
+        "tnp-d",
+        f"{ADAMW_1E3_WHAT}; validated and saved as an EMA of the weights (decay 0.999)",
+    ),
     "protocol (tnp-kr-full, Matérn-3/2)": (
         "kr1-matern32-tnp-kr-full",
         "tnp-kr-full",
