@@ -11,10 +11,11 @@ sizes compare on the same points). Then:
   and the output in metres: raw units in and out, each input column's context range mapped onto
   the model's training domain (read from its checkpoint) and the outputs standardised by the
   context, as for any user's table;
-- a GPyTorch exact GP is fitted to the same context (:func:`fit_field_gp`): a scaled ARD RBF
-  plus a scaled ARD Matérn-nu (nu in {1/2, 3/2}) with Gaussian noise, zero mean, inputs mapped
-  per column onto [0, 1] and outputs standardised; L-BFGS from four starts (each nu, with a short
-  and a longer rough lengthscale), the highest marginal likelihood kept
+- a GPyTorch exact GP is fitted to the same context
+  (:func:`experiments.pretrained_real_gp.fit_field_gp`): a scaled ARD RBF plus a scaled ARD
+  Matérn-nu (nu in {1/2, 3/2}) with Gaussian noise, zero mean, inputs mapped per column onto
+  [0, 1] and outputs standardised; L-BFGS from four starts (each nu, with a short and a longer
+  rough lengthscale), the highest marginal likelihood kept
   (:func:`experiments.pretrained_real_gp.best_of_starts`, shared with the per-series GP).
 
 Scores per window, in the field's units: RMSE of the predictive mean (m), Gaussian NLL of the
@@ -36,28 +37,22 @@ import argparse
 import time
 import warnings
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import torch
 
-with warnings.catch_warnings():  # linear_operator (through gpytorch) calls torch.jit.script
-    warnings.filterwarnings("ignore", "`torch.jit.script` is deprecated", DeprecationWarning)
-    import gpytorch
-
 import tnpx
 from experiments.pretrained_2d_report import plot_window, run_header, write_report
 from experiments.pretrained_real import ZeroShot, load_models, save_run, score_context, summarise
-from experiments.pretrained_real_gp import NUS, FittedGP, best_of_starts, context_units
+from experiments.pretrained_real_gp import fit_field_gp
 from experiments.real_fields import FIELDS, RealField, load_field
 
 WINDOW_FRACTION = 1 / 3  # a window's side, of the field's shorter side
 CONTEXT_SIZES = (30, 100, 300)
 N_TARGETS = 256
 NP_REPEATS = 5  # timed tnpx.predict calls per window and context size (median)
-ROUGH_STARTS = (0.05, 0.2)  # the rough part's first lengthscale, on the [0, 1] box
 X_COLS = ["east_km", "north_km"]
 
 
@@ -101,50 +96,6 @@ def make_window(field: RealField, rng: np.random.Generator, n_points: int) -> Wi
             f"{n_points} asked for (targets + largest context); ask for fewer"
         )
     return Window(in_rows, in_cols, rng.permutation(inside))
-
-
-class FieldGP(gpytorch.models.ExactGP):
-    """Scaled ARD RBF + scaled ARD Matérn-nu with Gaussian noise, zero mean, float64."""
-
-    def __init__(self, x: torch.Tensor, y: torch.Tensor, nu: float):
-        noise = gpytorch.constraints.GreaterThan(1e-6)
-        super().__init__(x, y, gpytorch.likelihoods.GaussianLikelihood(noise_constraint=noise))
-        dims = x.shape[-1]
-        self.smooth = gpytorch.kernels.ScaleKernel(gpytorch.kernels.RBFKernel(ard_num_dims=dims))
-        rough = gpytorch.kernels.MaternKernel(nu=nu, ard_num_dims=dims)
-        self.rough = gpytorch.kernels.ScaleKernel(rough)
-        self.to(torch.float64)
-
-    def forward(self, x):
-        covar = self.smooth(x) + self.rough(x)
-        return gpytorch.distributions.MultivariateNormal(x.new_zeros(x.shape[0]), covar)
-
-    def initialise(self, rough_lengthscale: float) -> None:
-        """A start: a smooth part across the window, the given rough one, small noise."""
-        self.smooth.base_kernel.lengthscale = 0.5
-        self.rough.base_kernel.lengthscale = rough_lengthscale
-        self.smooth.outputscale = self.rough.outputscale = 0.5
-        self.likelihood.noise = 0.01  # elevation grids are near noise-free
-
-
-def fit_field_gp(xc: np.ndarray, yc: np.ndarray, max_iter: int = 100) -> FittedGP:
-    """Fit :class:`FieldGP` to a context ``xc [n, 2]``, ``yc [n]`` (the field's units) from
-    every start (nus x rough lengthscales) and keep the highest marginal likelihood."""
-    units = context_units(xc, yc)
-    x = torch.as_tensor(units.inputs(xc), dtype=torch.float64)
-    y = torch.as_tensor(units.outputs(yc[:, None])[:, 0], dtype=torch.float64)
-
-    def start(nu: float, lengthscale: float) -> FieldGP:
-        gp = FieldGP(x, y, nu)
-        gp.initialise(lengthscale)
-        return gp
-
-    starts = [
-        (nu, f"nu {nu}, rough lengthscale {ls}", partial(start, nu, ls))
-        for nu in NUS
-        for ls in ROUGH_STARTS
-    ]
-    return best_of_starts(starts, units, max_iter, "field GP")
 
 
 class FieldModel(ZeroShot):

@@ -42,6 +42,7 @@ from tqdm.auto import tqdm
 
 from experiments.pretrained_functions_report import plot_functions, write_report
 from experiments.pretrained_real import load_models, mean_se, save_run, score_context, summarise
+from experiments.pretrained_real_gp import fit_field_gp
 from tnpx.provenance import command_line, git_commit, hardware
 
 
@@ -157,8 +158,6 @@ def design(fn: BenchmarkFunction, rng: np.random.Generator, n_ctx: int = N_CONTE
 
 def fit_gp_1d(xc: np.ndarray, yc: np.ndarray):
     """The fitted GP of the benchmark: the field GP (RBF + Matérn) on one input column."""
-    from experiments.pretrained_2d_real import fit_field_gp
-
     return fit_field_gp(xc[:, None], yc)
 
 

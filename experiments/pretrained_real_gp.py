@@ -15,7 +15,10 @@ periodogram peak and two fixed fractions of its range, each with Matérn-1/2 and
 the rough part (nu cannot be optimised continuously; the evidence picks it).
 
 The fitting from several starts (:func:`best_of_starts`) and the fitted GP in the data's units
-(:class:`FittedGP`) serve the per-field GP of ``experiments/pretrained_2d_real.py`` too.
+(:class:`FittedGP`) serve a second GP too: :func:`fit_field_gp`, a scaled ARD RBF plus a scaled
+ARD Matérn on any number of input columns, with no periodic part. It is the per-field GP of
+``experiments/pretrained_2d_real.py`` and the fitted GP of ``experiments/pretrained_functions.py``
+(one input column).
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ from tnpx.units import UnitMap, range_onto_box, standardising
 UNIT_BOX = np.array([[0.0, 1.0]])
 FIXED_PERIODS = (1 / 3, 1 / 10)  # starts as fractions of the context's range, beside the peak
 NUS = (0.5, 1.5)  # the rough part's smoothness, chosen by the evidence
+ROUGH_STARTS = (0.05, 0.2)  # the field GP's first rough lengthscales, on the [0, 1] box
 Predictor = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
 
 
@@ -184,3 +188,47 @@ def fit_series_gp(xc: np.ndarray, yc: np.ndarray, max_iter: int = 100) -> Fitted
         for period in (peak, *FIXED_PERIODS)
     ]
     return best_of_starts(starts, units, max_iter, "series GP")
+
+
+class FieldGP(gpytorch.models.ExactGP):
+    """Scaled ARD RBF + scaled ARD Matérn-nu with Gaussian noise, zero mean, float64."""
+
+    def __init__(self, x: torch.Tensor, y: torch.Tensor, nu: float):
+        noise = gpytorch.constraints.GreaterThan(1e-6)
+        super().__init__(x, y, gpytorch.likelihoods.GaussianLikelihood(noise_constraint=noise))
+        dims = x.shape[-1]
+        self.smooth = gpytorch.kernels.ScaleKernel(gpytorch.kernels.RBFKernel(ard_num_dims=dims))
+        rough = gpytorch.kernels.MaternKernel(nu=nu, ard_num_dims=dims)
+        self.rough = gpytorch.kernels.ScaleKernel(rough)
+        self.to(torch.float64)
+
+    def forward(self, x):
+        covar = self.smooth(x) + self.rough(x)
+        return gpytorch.distributions.MultivariateNormal(x.new_zeros(x.shape[0]), covar)
+
+    def initialise(self, rough_lengthscale: float) -> None:
+        """A start: a smooth part across the window, the given rough one, small noise."""
+        self.smooth.base_kernel.lengthscale = 0.5
+        self.rough.base_kernel.lengthscale = rough_lengthscale
+        self.smooth.outputscale = self.rough.outputscale = 0.5
+        self.likelihood.noise = 0.01  # elevation grids are near noise-free
+
+
+def fit_field_gp(xc: np.ndarray, yc: np.ndarray, max_iter: int = 100) -> FittedGP:
+    """Fit :class:`FieldGP` to a context ``xc [n, dim_x]``, ``yc [n]`` (the field's units) from
+    every start (nus x rough lengthscales) and keep the highest marginal likelihood."""
+    units = context_units(xc, yc)
+    x = torch.as_tensor(units.inputs(xc), dtype=torch.float64)
+    y = torch.as_tensor(units.outputs(yc[:, None])[:, 0], dtype=torch.float64)
+
+    def start(nu: float, lengthscale: float) -> FieldGP:
+        gp = FieldGP(x, y, nu)
+        gp.initialise(lengthscale)
+        return gp
+
+    starts = [
+        (nu, f"nu {nu}, rough lengthscale {ls}", partial(start, nu, ls))
+        for nu in NUS
+        for ls in ROUGH_STARTS
+    ]
+    return best_of_starts(starts, units, max_iter, "field GP")

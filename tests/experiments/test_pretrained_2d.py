@@ -21,6 +21,7 @@ pytest.importorskip("matplotlib")
 pytest.importorskip("gpytorch")
 from experiments import pretrained_2d_real as real  # noqa: E402
 from experiments import pretrained_2d_shift as shift  # noqa: E402
+from experiments.pretrained_real_gp import fit_field_gp  # noqa: E402
 from experiments.real_fields import EARTH_RADIUS_KM, FIELDS, load_field  # noqa: E402
 from tnpx.extras import MissingExtraError  # noqa: E402
 
@@ -103,12 +104,12 @@ def test_field_gp_beats_a_constant_on_a_smooth_field_in_any_units():
     x = rng.uniform(0, 40, (100, 2))
     y = 500 + 80 * np.sin(x[:, 0] / 6) * np.cos(x[:, 1] / 15) + rng.normal(0, 1, 100)
     ctx, held = slice(0, 40), slice(40, None)
-    gp = real.fit_field_gp(x[ctx], y[ctx], max_iter=30)
+    gp = fit_field_gp(x[ctx], y[ctx], max_iter=30)
     mean, std = gp.predict(x[held])
     nll = -norm.logpdf(y[held], mean, std).mean()
     constant = -norm.logpdf(y[held], y[ctx].mean(), y[ctx].std()).mean()
     assert nll < constant - 1.0
-    scaled = real.fit_field_gp(x[ctx] * 1000, 2 * y[ctx] - 7, max_iter=30).predict(x[held] * 1000)
+    scaled = fit_field_gp(x[ctx] * 1000, 2 * y[ctx] - 7, max_iter=30).predict(x[held] * 1000)
     np.testing.assert_allclose(scaled[0], 2 * mean - 7, rtol=1e-3)
     np.testing.assert_allclose(scaled[1], 2 * std, rtol=1e-2)
 
