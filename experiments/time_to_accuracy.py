@@ -88,6 +88,11 @@ RECIPES = {
         "tnp-kr-full",
         "the recipe; 11 layers of width 48 (3 heads) for 6 of 64, 25k steps: the base's FLOPs",
     ),
+    "schedule-free-25k (tnp-kr-full)": (
+        "tta-kr1-rbf-tnp-kr-full-schedulefree-25k",
+        "tnp-kr-full",
+        "schedule-free AdamW 1e-3, 1k warm-up, then constant (its average evaluated), 25k steps",
+    ),
     "adamw-1e-3-warmup-25k (tnp-d)": ("tta-kr1-rbf-tnp-d-adamw1e3-25k", "tnp-d", ADAMW_1E3_WHAT),
     "adamw-1e-3-warmup-25k + EMA (tnp-d)": (
         "tta-kr1-rbf-tnp-d-adamw1e3-25k-ema",

@@ -38,7 +38,10 @@ from tnpx.models.sizes import size_minima
         ("optim.weight_decay=-1", "optim.weight_decay = -1.0: must be a number >= 0"),
         ("optim.betas=[0.9]", "optim.betas = [0.9]: must be two numbers in [0, 1)"),
         ("optim.betas=[0.9,1.0]", "optim.betas = [0.9, 1.0]: must be two numbers in [0, 1)"),
-        ("optim.name=sgd", "optim.name = 'sgd': must be one of adamw, adam, yogi"),
+        (
+            "optim.name=sgd",
+            "optim.name = 'sgd': must be one of adamw, adam, yogi, schedulefree-adamw",
+        ),
         ("optim.lr_multipliers={decoder: 0}", "optim.lr_multipliers = {'decoder': 0}: must be a"),
         ("schedule.name=linear", "schedule.name = 'linear': must be one of cosine, constant"),
         ("schedule.warmup_steps=-1", "schedule.warmup_steps = -1: must be an integer >= 0"),

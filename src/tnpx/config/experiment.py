@@ -42,7 +42,10 @@ MODEL_KEYS = {"name": str, "dim_x": int, "dim_y": int, "preset": str | None}
 
 @dataclass
 class OptimConfig:
-    name: str = ruled(one_of("adamw", "adam", "yogi", fold_case=True), "adamw")
+    # schedulefree-adamw takes schedule.name: constant (src/tnpx/training/optim.py)
+    name: str = ruled(
+        one_of("adamw", "adam", "yogi", "schedulefree-adamw", fold_case=True), "adamw"
+    )
     lr: float = ruled(positive(), 1e-3)
     weight_decay: float = ruled(non_negative(), 0.0)
     betas: list[float] = ruled(adam_betas(), default_factory=lambda: [0.9, 0.999])
@@ -252,7 +255,17 @@ def config_from_dict(values: dict) -> ExperimentConfig:
         raise ConfigError(f"a config is a mapping of sections, got {type(values).__name__}")
     cfg = _build(ExperimentConfig, values, "")
     check_components(cfg)
+    _check_schedule_free(cfg)
     return cfg
+
+
+def _check_schedule_free(cfg: ExperimentConfig) -> None:
+    """A schedule-free optimiser replaces the decaying schedule (src/tnpx/training/optim.py)."""
+    if cfg.optim.name.lower() == "schedulefree-adamw" and cfg.schedule.name != "constant":
+        raise ConfigError(
+            f"optim.name = 'schedulefree-adamw' replaces the decaying schedule: set "
+            f"schedule.name=constant (its warm-up still applies), not {cfg.schedule.name!r}"
+        )
 
 
 def read_yaml(path: str | Path, _seen: tuple = ()) -> DictConfig:

@@ -30,7 +30,14 @@ from .batches import BatchStream
 from .best import BestSoFar
 from .ema import WeightAverage
 from .guard import TrainingDiverged, all_finite, what_diverged
-from .optim import build_optimizer, build_schedule, clip_gradients, parameter_groups
+from .optim import (
+    build_optimizer,
+    build_schedule,
+    clip_gradients,
+    evaluation_weights,
+    is_schedule_free,
+    parameter_groups,
+)
 from .setup import (
     StopFlag,
     build_train_sampler,
@@ -239,9 +246,10 @@ def _fit(
                 val = ""
                 if main and (done % cfg.train.val_every == 0 or done == cfg.train.steps):
                     batches.idle()  # the sampler serves one thread at a time
-                    val = validation_ll(evaluated, sampler, cfg.train.val_batches, device)
-                    if best.enabled and best.update(done, val):
-                        save(evaluated, out_dir / "best.pt", experiment=config_to_yaml(cfg))
+                    with evaluation_weights(optimizer):  # schedule-free: its average
+                        val = validation_ll(evaluated, sampler, cfg.train.val_batches, device)
+                        if best.enabled and best.update(done, val):
+                            save(evaluated, out_dir / "best.pt", experiment=config_to_yaml(cfg))
                     if bar is not None:
                         bar.set_postfix(loss=f"{loss_value:.3f}", val_ll=f"{val:.3f}")
                 log.write(
@@ -291,6 +299,9 @@ def _fit(
     steps_done = step + 1 if cfg.train.steps > start else start
     if not stopped:
         checkpoint(steps_done)
+    if is_schedule_free(optimizer):  # checkpointed: the result is the weights it evaluates
+        optimizer.eval()
+    if not stopped:
         if main:
             _save_final_model(evaluated, out_dir, cfg, sampler, best, steps_done, elapsed())
     if world > 1:

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 
 import torch
 
 from ..config import OptimConfig, ScheduleConfig
 
-OPTIMISERS = ("adamw", "adam", "yogi")
+OPTIMISERS = ("adamw", "adam", "yogi", "schedulefree-adamw")
 
 
 def _under(name: str, prefix: str) -> bool:
@@ -49,8 +50,13 @@ def parameter_groups(
 
 
 def build_optimizer(params, cfg: OptimConfig) -> torch.optim.Optimizer:
-    """AdamW / Adam from torch; Yogi (TNP-KR) from the maintained ``pytorch-optimizer``.
-    ``params``: parameters, or the groups of :func:`parameter_groups`."""
+    """AdamW / Adam from torch; Yogi (TNP-KR) and schedule-free AdamW (Defazio et al. 2024,
+    "The Road Less Scheduled") from the maintained ``pytorch-optimizer``. ``params``:
+    parameters, or the groups of :func:`parameter_groups`.
+
+    Schedule-free AdamW trains one sequence of weights and evaluates an average of another
+    (:func:`evaluation_weights` switches between them); it replaces the decaying schedule, so
+    it takes ``schedule.name: constant`` (the warm-up still applies)."""
     name = cfg.name.lower()
     kw = {"lr": cfg.lr, "betas": tuple(cfg.betas), "weight_decay": cfg.weight_decay}
     if name == "adamw":
@@ -61,7 +67,40 @@ def build_optimizer(params, cfg: OptimConfig) -> torch.optim.Optimizer:
         from pytorch_optimizer import Yogi
 
         return Yogi(params, **kw)
+    if name == "schedulefree-adamw":
+        from pytorch_optimizer import ScheduleFreeAdamW
+
+        # warmup_steps=0: the warm-up is build_schedule's, on the same group "lr" it reads
+        return ScheduleFreeAdamW(params, **kw, warmup_steps=0)
     raise ValueError(f"unknown optimiser {cfg.name!r}; choose from {', '.join(OPTIMISERS)}")
+
+
+def is_schedule_free(optimizer: torch.optim.Optimizer) -> bool:
+    """Whether ``optimizer`` keeps separate training and evaluation weights (schedule-free)."""
+    return all(callable(getattr(optimizer, m, None)) for m in ("train", "eval")) and all(
+        "train_mode" in group for group in optimizer.param_groups
+    )
+
+
+@contextmanager
+def evaluation_weights(optimizer: torch.optim.Optimizer) -> Iterator[None]:
+    """Within the block the parameters hold the weights to evaluate and save: a schedule-free
+    optimiser's average ``x`` (its training iterate ``y`` interpolates ``x`` and ``z``). After
+    it they hold the training iterate again, bit for bit (copied back, not re-interpolated, so
+    validating changes nothing about training). Other optimisers: no change."""
+    if not is_schedule_free(optimizer):
+        yield
+        return
+    params = [p for group in optimizer.param_groups for p in group["params"]]
+    training = [p.detach().clone() for p in params]
+    optimizer.eval()
+    try:
+        yield
+    finally:
+        optimizer.train()  # its mode flags; the weights come from the copies
+        with torch.no_grad():
+            for p, saved in zip(params, training):
+                p.copy_(saved)
 
 
 def clip_gradients(
@@ -82,6 +121,7 @@ def build_schedule(optimizer: torch.optim.Optimizer, cfg: ScheduleConfig, total_
     (``name="cosine"``), or a constant rate after warm-up (``name="constant"``)."""
     if cfg.name not in ("cosine", "constant"):
         raise ValueError(f"unknown schedule {cfg.name!r}; choose from cosine, constant")
+
     warmup = cfg.warmup(total_steps)
 
     def factor(step: int) -> float:
