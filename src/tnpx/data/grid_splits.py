@@ -11,15 +11,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .grid_config import GridConfig
 from .grid_files import GridData
 from .user_files import DataError
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .grid import GridConfig
 
 Box = tuple[tuple[int, ...], tuple[int, ...]]  # cells [lo, hi) per dim
 

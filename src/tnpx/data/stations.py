@@ -48,7 +48,8 @@ import numpy as np
 import torch
 
 from ..batch import Batch
-from .stations_grid import GridContext, station_side
+from .stations_grid import GridContext
+from .stations_grid_match import StationSide
 from .stations_windows import check_window, window_keys
 from .table import TableSampler
 from .table_config import TableConfig, TaskDraws
@@ -285,3 +286,19 @@ def _raise_repeat(
         f"{table.name}, {table.where(pos)}: {who} {at} (the first at {table.where(first)}; "
         f"{int(repeat.sum())} repeated reading(s) in all); {fix}"
     )
+
+
+def station_side(sampler: StationsSampler, frame) -> StationSide:
+    """``sampler``'s stations as the grid sees them; ``frame``: its long table of readings."""
+    import pandas as pd
+
+    c = sampler.config
+    coords = as_list(c.coords)
+    extent = {}
+    for col in coords:
+        values = pd.to_numeric(frame[col], errors="coerce").to_numpy(np.float64)
+        extent[col] = (float(np.nanmin(values)), float(np.nanmax(values)))
+    keys = {split: sampler.task_keys(split) for split in ("train", "val", "test")}
+    x_map = sampler.normalisation["x"]
+    return StationSide(coords, list(sampler.y_cols), c.time, keys, x_map, c.time_as_input,
+                       c.normalise, extent)  # fmt: skip

@@ -38,8 +38,6 @@ The ``grid:`` options, the dims and time checks and the time match are
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 import torch
 
@@ -48,25 +46,6 @@ from .grid_cells import cell_coords, read_cells
 from .grid_files import open_grid
 from .stations_grid_match import GridOptions, StationSide, match_steps, space_dims, task_times
 from .user_files import DataError, as_list
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .stations import StationsSampler
-
-
-def station_side(sampler: StationsSampler, frame) -> StationSide:
-    """``sampler``'s stations as the grid sees them; ``frame``: its long table of readings."""
-    import pandas as pd
-
-    c = sampler.config
-    coords = as_list(c.coords)
-    extent = {}
-    for col in coords:
-        values = pd.to_numeric(frame[col], errors="coerce").to_numpy(np.float64)
-        extent[col] = (float(np.nanmin(values)), float(np.nanmax(values)))
-    keys = {split: sampler.task_keys(split) for split in ("train", "val", "test")}
-    x_map = sampler.normalisation["x"]
-    return StationSide(coords, list(sampler.y_cols), c.time, keys, x_map, c.time_as_input,
-                       c.normalise, extent)  # fmt: skip
 
 
 class GridContext:
