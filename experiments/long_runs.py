@@ -133,8 +133,9 @@ for _m in ("tnp", "te-tnp-rope"):
     RUNS[f"gp1d-v2-{_m}-far"] = (f"configs/pretrained-gp1d-v2-{_m}-far.yaml", [])
 # The v3 zoo (issue 33, item 2): the v2 models on the broader v3 prior (polynomial trends,
 # locally periodic sums, near noise-free tasks, 3-256 context points, targets a context width
-# beyond the context from the start), trained with the time-to-accuracy recipe (~9-10 hours of
-# one core each; the configs state the measured speed).
+# beyond the context from the start), each fine-tuned from its v2 model's last stage with the
+# time-to-accuracy recipe's shape (~3-5 hours of one core each; the configs state the measured
+# speed and why they start from v2).
 for _m in ("tnp", "te-tnp-rope"):
     RUNS[f"gp1d-v3-{_m}"] = (f"configs/pretrained-gp1d-v3-{_m}.yaml", [])
 # The 2D zoo model (issue 33, item 3): the 2D composite prior, the time-to-accuracy recipe,
@@ -142,10 +143,11 @@ for _m in ("tnp", "te-tnp-rope"):
 RUNS["gp2d-te-tnp-rope"] = ("configs/pretrained-gp2d-te-tnp-rope.yaml", [])
 # What a bare `advance` trains, in this order (finished runs are skipped, so the first entries,
 # done, cost nothing): issue 20's KR-1 runs and v2 zoo models; then issue 34's recipe runs (the
-# goal's second model, then the other kernels), its required exact-protocol cells, the CNP's
-# and the recipe's second seeds; then issue 33's zoo models (2D first: there is none yet); then
-# issue 34's wider-or-deeper pair and schedule-free AdamW; last, TNP-KR-Fast (issue 20's "if
-# time allows"; ConvCNP's ~2 s a step at batch 32 would take ~55 hours of one core: not queued).
+# goal's second model, then the other kernels); then, so that two runs at once advance both
+# issues, issue 34's required exact-protocol cells alternate with issue 33's v3 zoo models; then
+# the CNP's second seed and the 2D zoo model, the recipe's second seed, issue 34's
+# wider-or-deeper pair and schedule-free AdamW; last, TNP-KR-Fast (issue 20's "if time allows";
+# ConvCNP's ~2 s a step at batch 32 would take ~55 hours of one core: not queued).
 ORDER = [
     "kr1-rbf-tnp-kr-full",
     "kr1-rbf-tnp-d",
@@ -156,12 +158,12 @@ ORDER = [
     "tta-kr1-matern32-tnp-kr-full-adamw1e3-25k",
     "tta-kr1-periodic-tnp-kr-full-adamw1e3-25k",
     "kr1-matern32-tnp-kr-full",
-    "kr1-periodic-tnp-kr-full",
-    "kr1-rbf-cnp-lecun-seed1",
-    "tta-kr1-rbf-tnp-kr-full-adamw1e3-25k-seed1",
-    "gp2d-te-tnp-rope",
-    "gp1d-v3-tnp",
     "gp1d-v3-te-tnp-rope",
+    "kr1-periodic-tnp-kr-full",
+    "gp1d-v3-tnp",
+    "kr1-rbf-cnp-lecun-seed1",
+    "gp2d-te-tnp-rope",
+    "tta-kr1-rbf-tnp-kr-full-adamw1e3-25k-seed1",
     "tta-kr1-rbf-tnp-kr-full-96x3-adamw1e3",
     "tta-kr1-rbf-tnp-kr-full-48x11-adamw1e3",
     "tta-kr1-rbf-tnp-kr-full-schedulefree-25k",

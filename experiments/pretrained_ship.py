@@ -42,6 +42,10 @@ V2 = ["gp1d-v2-tnp", "gp1d-v2-te-tnp-rope"]  # zoo names (their long runs: STAGE
 # trains the v2 models on targets a context width out, half the tasks scaled as predict scales
 # them, so that their calibration holds where predict is used.
 STAGES = {name: [name, f"{name}-far"] for name in V2}
+# The v3 models are fine-tuned from the v2 ones' last stage on the v3 prior (their configs).
+STAGES |= {
+    f"gp1d-v3-{m}": [*STAGES[f"gp1d-v2-{m}"], f"gp1d-v3-{m}"] for m in ("tnp", "te-tnp-rope")
+}
 MAX_BYTES = 5_000_000  # a shipped checkpoint (issue 20)
 CHECK_BATCHES = 2  # the check evaluation tests/app/test_zoo.py repeats
 INTERIM_BATCHES = 8  # 128 tasks per prior (32 per kernel): a progress check, not a result
