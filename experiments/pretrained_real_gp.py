@@ -169,21 +169,30 @@ def best_of_starts(starts: Iterable[Start], units: UnitMap, max_iter: int, what:
     return best
 
 
+def context_tensors(xc: np.ndarray, yc: np.ndarray) -> tuple[UnitMap, torch.Tensor, torch.Tensor]:
+    """A context ``xc [n, dim_x]``, ``yc [n]`` in the GP's units (:func:`context_units`):
+    the map, and the inputs ``[n, dim_x]`` and outputs ``[n]`` as float64 tensors."""
+    units = context_units(xc, yc)
+    x = torch.as_tensor(units.inputs(xc), dtype=torch.float64)
+    y = torch.as_tensor(units.outputs(yc[:, None])[:, 0], dtype=torch.float64)
+    return units, x, y
+
+
+def started(model: type, x: torch.Tensor, y: torch.Tensor, nu: float, value: float):
+    """A GP of class ``model`` (:class:`SeriesGP`, :class:`FieldGP`) on ``x``, ``y`` with
+    smoothness ``nu``, at the start its ``initialise(value)`` sets."""
+    gp = model(x, y, nu)
+    gp.initialise(value)
+    return gp
+
+
 def fit_series_gp(xc: np.ndarray, yc: np.ndarray, max_iter: int = 100) -> FittedGP:
     """Fit the series GP to a context ``xc [n]``, ``yc [n]`` (series units) from every start
     (periods x nus) and keep the one with the highest marginal likelihood."""
-    units = context_units(xc[:, None], yc)
-    x = torch.as_tensor(units.inputs(xc[:, None]), dtype=torch.float64)
-    y = torch.as_tensor(units.outputs(yc[:, None])[:, 0], dtype=torch.float64)
+    units, x, y = context_tensors(xc[:, None], yc)
     peak = periodogram_peak(x[:, 0].numpy(), y.numpy())
-
-    def start(nu: float, period: float) -> SeriesGP:
-        gp = SeriesGP(x, y, nu)
-        gp.initialise(period)
-        return gp
-
     starts = [
-        (nu, f"nu {nu}, period {period:.3f}", partial(start, nu, period))
+        (nu, f"nu {nu}, period {period:.3f}", partial(started, SeriesGP, x, y, nu, period))
         for nu in NUS
         for period in (peak, *FIXED_PERIODS)
     ]
@@ -217,17 +226,9 @@ class FieldGP(gpytorch.models.ExactGP):
 def fit_field_gp(xc: np.ndarray, yc: np.ndarray, max_iter: int = 100) -> FittedGP:
     """Fit :class:`FieldGP` to a context ``xc [n, dim_x]``, ``yc [n]`` (the field's units) from
     every start (nus x rough lengthscales) and keep the highest marginal likelihood."""
-    units = context_units(xc, yc)
-    x = torch.as_tensor(units.inputs(xc), dtype=torch.float64)
-    y = torch.as_tensor(units.outputs(yc[:, None])[:, 0], dtype=torch.float64)
-
-    def start(nu: float, lengthscale: float) -> FieldGP:
-        gp = FieldGP(x, y, nu)
-        gp.initialise(lengthscale)
-        return gp
-
+    units, x, y = context_tensors(xc, yc)
     starts = [
-        (nu, f"nu {nu}, rough lengthscale {ls}", partial(start, nu, ls))
+        (nu, f"nu {nu}, rough lengthscale {ls}", partial(started, FieldGP, x, y, nu, ls))
         for nu in NUS
         for ls in ROUGH_STARTS
     ]
