@@ -115,3 +115,20 @@ def test_the_wider_and_deeper_runs_spend_the_base_recipes_flops():
     base = total("tta-kr1-rbf-tnp-kr-full-adamw1e3-25k")
     for run in ("tta-kr1-rbf-tnp-kr-full-96x3-adamw1e3", "tta-kr1-rbf-tnp-kr-full-48x11-adamw1e3"):
         assert total(run) == pytest.approx(base, rel=0.03), run
+
+
+def test_a_smaller_batch_is_judged_by_the_tasks_it_has_seen(tmp_path):
+    """The batch-16 run's steps count half a protocol step each: 50,000 of them are the
+    quarter of the protocol the goal allows, and the table says which batch a step is of."""
+    recipe = "adamw-1e-3-warmup, batch 16 (tnp-kr-full)"
+    run = tta.RECIPES[recipe][0]
+    (tmp_path / run).mkdir()
+    (tmp_path / run / "metrics.csv").write_text(LOG)
+    c = tta.curve(recipe, *tta.RECIPES[recipe], root=tmp_path)
+    assert c.batch == 16 and c.steps_planned == 50_000
+    assert c.protocol_steps(50_000) == 25_000
+    c.test = {"ll": 0.46, "ll_se": 0.002, "oracle_ll": 0.568}
+    assert tta.goal_verdict(c, 50_000) == "yes" and tta.goal_verdict(c, 50_001) == "no"
+    row = tta.table([c])[2]
+    assert "| 50,000 of 16 |" in row and "| 400 of 16 |" in row
+    assert "reached at step 400 of 16" in tta.reading([c])
