@@ -88,7 +88,8 @@ RUNS["tta-kr1-rbf-tnp-d-adamw1e3-25k"] = (
 )
 # The next lever if tnp-d misses at 25k (it trailed the protocol on validation at 2.5k-7.5k):
 # the same run validated and saved as an exponential moving average of its weights. Registered,
-# not queued: run it by name (`advance --runs ...`) once the plain run's test NLL is known.
+# not queued: it missed by 0.003, and batch 16 (below) is queued first, since a cosine decay to
+# 1 % leaves an average little to smooth; run it by name (`advance --runs ...`).
 RUNS["tta-kr1-rbf-tnp-d-adamw1e3-25k-ema"] = (
     "configs/kr1-rbf.yaml",
     [*RUNS["tta-kr1-rbf-tnp-d-adamw1e3-25k"][1], "train.ema_decay=0.999"],
@@ -126,6 +127,13 @@ RUNS["tta-kr1-rbf-tnp-kr-full-b16-adamw1e3"] = (
      "train.val_every=5000", "train.val_batches=64", "optim.name=adamw", "optim.lr=1.0e-3",
      "schedule.warmup_steps=2000"],
 )  # fmt: skip
+# tnp-d under the recipe missed the paper's test NLL by 0.003 (-0.452 ± 0.002 against -0.455,
+# 1.5 s.e.), its validation NLL trailing tnp-kr-full's most in the first 10k steps; the same
+# tasks in twice the updates is the lever aimed at that (about the same core-hours).
+RUNS["tta-kr1-rbf-tnp-d-b16-adamw1e3"] = (
+    "configs/kr1-rbf.yaml",
+    ["model.name=tnp-d", *RUNS["tta-kr1-rbf-tnp-kr-full-b16-adamw1e3"][1][1:]],
+)
 for _kernel in ("matern32", "periodic"):
     RUNS[f"tta-kr1-{_kernel}-tnp-kr-full-adamw1e3-25k"] = (
         f"configs/kr1-{_kernel}.yaml",
@@ -154,7 +162,8 @@ RUNS["gp2d-te-tnp-rope"] = ("configs/pretrained-gp2d-te-tnp-rope.yaml", [])
 # What a bare `advance` trains, in this order (finished runs are skipped, so the first entries,
 # done, cost nothing): issue 20's KR-1 runs and v2 zoo models; then issue 34's recipe runs (the
 # goal's second model, then the other kernels); then, so that two runs at once advance both
-# issues, issue 34's required exact-protocol cells alternate with issue 33's v3 zoo models; then
+# issues, issue 34's required exact-protocol cells alternate with issue 33's v3 zoo models (and
+# tnp-d at batch 16, the lever aimed at its 0.003 miss of the goal); then
 # the CNP's second seed and the 2D zoo model, the recipe's second seed, issue 34's
 # wider-or-deeper pair, schedule-free AdamW and batch 16; last, TNP-KR-Fast (issue 20's "if
 # time allows"; ConvCNP's ~2 s a step at batch 32 would take ~55 hours of one core: not queued).
@@ -169,6 +178,7 @@ ORDER = [
     "tta-kr1-periodic-tnp-kr-full-adamw1e3-25k",
     "kr1-matern32-tnp-kr-full",
     "gp1d-v3-te-tnp-rope",
+    "tta-kr1-rbf-tnp-d-b16-adamw1e3",
     "kr1-periodic-tnp-kr-full",
     "gp1d-v3-tnp",
     "kr1-rbf-cnp-lecun-seed1",

@@ -100,6 +100,11 @@ RECIPES = {
         "the recipe at batch 16 for 50k steps (the same tasks, twice the updates; warm-up 2k)",
     ),
     "adamw-1e-3-warmup-25k (tnp-d)": ("tta-kr1-rbf-tnp-d-adamw1e3-25k", "tnp-d", ADAMW_1E3_WHAT),
+    "adamw-1e-3-warmup, batch 16 (tnp-d)": (
+        "tta-kr1-rbf-tnp-d-b16-adamw1e3",
+        "tnp-d",
+        "the recipe at batch 16 for 50k steps (the same tasks, twice the updates; warm-up 2k)",
+    ),
     "adamw-1e-3-warmup-25k + EMA (tnp-d)": (
         "tta-kr1-rbf-tnp-d-adamw1e3-25k-ema",
         "tnp-d",
