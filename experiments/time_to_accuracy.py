@@ -46,6 +46,7 @@ PROTOCOL_BATCH = 32
 # to 1e-5 over 100,000 steps, batch 32, no warm-up, clip 3.0 (configs/kr1-rbf.yaml).
 ADAMW_WHAT = "AdamW 5e-4, 1k warm-up, cosine to 1e-2 of it over 25k steps"
 ADAMW_1E3_WHAT = "AdamW 1e-3, 1k warm-up, cosine to 1e-2 of it over 25k steps"
+B16_WHAT = "the recipe at batch 16 for 50k steps (the same tasks, twice the updates; warm-up 2k)"
 RECIPES = {
     "protocol (tnp-d)": ("kr1-rbf-tnp-d", "tnp-d", "the paper's: Yogi 1e-3, cosine over 100k"),
     "protocol (tnp-kr-full)": (
@@ -97,13 +98,13 @@ RECIPES = {
     "adamw-1e-3-warmup, batch 16 (tnp-kr-full)": (
         "tta-kr1-rbf-tnp-kr-full-b16-adamw1e3",
         "tnp-kr-full",
-        "the recipe at batch 16 for 50k steps (the same tasks, twice the updates; warm-up 2k)",
+        B16_WHAT,
     ),
     "adamw-1e-3-warmup-25k (tnp-d)": ("tta-kr1-rbf-tnp-d-adamw1e3-25k", "tnp-d", ADAMW_1E3_WHAT),
     "adamw-1e-3-warmup, batch 16 (tnp-d)": (
         "tta-kr1-rbf-tnp-d-b16-adamw1e3",
         "tnp-d",
-        "the recipe at batch 16 for 50k steps (the same tasks, twice the updates; warm-up 2k)",
+        B16_WHAT,
     ),
     "adamw-1e-3-warmup-25k + EMA (tnp-d)": (
         "tta-kr1-rbf-tnp-d-adamw1e3-25k-ema",

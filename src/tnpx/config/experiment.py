@@ -40,12 +40,13 @@ from .rules import (  # noqa: F401 (ConfigError: importable from here, as before
 MODEL_KEYS = {"name": str, "dim_x": int, "dim_y": int, "preset": str | None}
 
 
+# The optimisers tnpx.training.optim builds; schedulefree-adamw takes schedule.name: constant.
+OPTIMISERS = ("adamw", "adam", "yogi", "schedulefree-adamw")
+
+
 @dataclass
 class OptimConfig:
-    # schedulefree-adamw takes schedule.name: constant (src/tnpx/training/optim.py)
-    name: str = ruled(
-        one_of("adamw", "adam", "yogi", "schedulefree-adamw", fold_case=True), "adamw"
-    )
+    name: str = ruled(one_of(*OPTIMISERS, fold_case=True), "adamw")
     lr: float = ruled(positive(), 1e-3)
     weight_decay: float = ruled(non_negative(), 0.0)
     betas: list[float] = ruled(adam_betas(), default_factory=lambda: [0.9, 0.999])

@@ -298,12 +298,11 @@ def _fit(
     log.close()
     steps_done = step + 1 if cfg.train.steps > start else start
     if not stopped:
-        checkpoint(steps_done)
-    if is_schedule_free(optimizer):  # checkpointed: the result is the weights it evaluates
+        checkpoint(steps_done)  # the training iterate, which a resumed run continues from
+    if is_schedule_free(optimizer):  # the result is the weights it evaluates
         optimizer.eval()
-    if not stopped:
-        if main:
-            _save_final_model(evaluated, out_dir, cfg, sampler, best, steps_done, elapsed())
+    if not stopped and main:
+        _save_final_model(evaluated, out_dir, cfg, sampler, best, steps_done, elapsed())
     if world > 1:
         dist.barrier()
     return TrainResult(evaluated, out_dir, steps_done, loss_value, stopped, elapsed())

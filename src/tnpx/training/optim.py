@@ -9,8 +9,7 @@ from contextlib import contextmanager
 import torch
 
 from ..config import OptimConfig, ScheduleConfig
-
-OPTIMISERS = ("adamw", "adam", "yogi", "schedulefree-adamw")
+from ..config.experiment import OPTIMISERS
 
 
 def _under(name: str, prefix: str) -> bool:
