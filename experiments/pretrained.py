@@ -44,6 +44,7 @@ MODELS = {
     "gp1d-te-tnp": "configs/pretrained-gp1d-te-tnp.yaml",
 }
 ZOO = Path("src/tnpx/zoo")
+README = Path("README.md")
 CHECK_BATCHES = v2.CHECK_BATCHES  # the check evaluation tests/app/test_zoo.py repeats
 
 
@@ -53,7 +54,7 @@ def package(name: str, config: str, commit: str, command: str) -> dict:
     model.eval()
     start = time.perf_counter()
     sampler = build_test_sampler(cfg)
-    scores = score(model, cfg, cfg.eval.n_batches, progress=True)  # (a) as before, and (b)
+    scores = score(model, cfg.eval.n_batches, progress=True)  # the zoo's priors (a), (b), (c)
     check = evaluate(model, sampler, CHECK_BATCHES, oracle=False)
     eval_s = time.perf_counter() - start
     card = {
@@ -193,10 +194,11 @@ def headline(card: dict) -> str:
     :func:`experiments.pretrained_ship_2d.headline`."""
     if card.get("dim_x") == 2:
         return v2_2d.headline(card)
-    e, c = card["eval"], card["eval_composite"]
+    e, c, v3 = card["eval"], card["eval_composite"], card["eval_v3"]
     return (
         f"single-kernel gap {e['gap']:.3f} ± {e['gap_se']:.3f}, "
-        f"composite gap {c['gap']:.3f} ± {c['gap_se']:.3f}"
+        f"composite gap {c['gap']:.3f} ± {c['gap_se']:.3f}, "
+        f"v3 prior gap {v3['gap']:.3f} ± {v3['gap_se']:.3f}"
     )
 
 
@@ -204,8 +206,11 @@ def zoo_report(args: argparse.Namespace) -> int:
     """``--report``: :func:`experiments.pretrained_zoo.write_report` into ``--out``."""
     from experiments.pretrained_zoo import write_report
 
+    zoo = Path(args.zoo)
+    # the README's table shows the package's zoo: written when that is the zoo reported
+    readme = README if zoo.resolve() == ZOO.resolve() else None
     path, _ = write_report(
-        Path(args.zoo), Path(args.out), Path(args.runs), command_line(), git_commit()
+        zoo, Path(args.out), Path(args.runs), command_line(), git_commit(), readme
     )
     print(path.read_text())
     return 0

@@ -1,18 +1,23 @@
 """Score any 1D zoo checkpoint (a shipped model, a finished run's ``model.pt``, a long run's
-``checkpoints/last.pt``) against the GP oracle on two priors, on fixed test tasks:
+``checkpoints/last.pt``) against the GP oracle on the zoo's three shared priors, on fixed test
+tasks (each prior's config: test split, ``eval.seed``, ``eval.batch_size``). Every model is
+scored on the same tasks of each, whatever it trained on, so a column of the zoo report
+compares models task for task:
 
-(a) the **single-kernel prior** of today's zoo (``configs/pretrained-gp1d-tnp.yaml``: five
-    kernels, variance 1), overall and per kernel, exactly as ``src/tnpx/zoo/gp1d-*.json``
-    report it: the same tasks (test split, ``eval.seed``, ``eval.batch_size``), so old and new
-    models compare task for task;
-(b) the **composite prior** of the v2 zoo (``data.name: gp-composite``), its composite tasks
-    only (``composite_prob = 1``).
+(a) the **single-kernel prior** of today's zoo (:data:`SINGLE_KERNEL`: five kernels, variance
+    1), overall and per kernel, exactly as ``src/tnpx/zoo/gp1d-*.json`` report it (card key
+    ``eval``, ``per_kernel``);
+(b) the **composite prior** of the v2 zoo (:data:`REFERENCE`), its composite tasks only
+    (``composite_prob = 1``; ``eval_composite``);
+(c) the **v3 prior** (:data:`V3_PRIOR`: wider lengthscales and periods, polynomial trends,
+    locally periodic sums, near noise-free tasks, 3-256 context points), all its tasks, with
+    the targets its config's ``eval.data`` sets (``eval_v3``).
 
-A model trained on ``gp-composite`` is scored on (a) with the plain ``gp`` sampler and its
-config's single-kernel options. The composite sampler with ``composite_prob = 0`` has the same
-prior but draws its composite hyper-parameters too (then discards them), so its tasks are other
-draws than today's; the ``gp`` sampler gives today's tasks themselves. A model trained on ``gp``
-is scored on (b) with the v2 zoo's composite prior (:data:`REFERENCE`).
+A config trained on ``gp-composite`` has the same single-kernel tasks as (a) when its
+single-kernel options are today's (:func:`single_kernel_sampler` draws them with the plain
+``gp`` sampler: the composite sampler with ``composite_prob = 0`` draws its composite
+hyper-parameters too, so other tasks). The v3 prior's single-kernel options are wider, so a
+model's own prior is not (a) in general: hence the fixed priors.
 
 Metrics per target point (LL, higher is better); the gap is oracle − model, paired over tasks.
 """
@@ -31,7 +36,14 @@ from tnpx.training.state import experiment_of
 
 ROOT = Path(__file__).resolve().parents[1]
 KERNELS = ["rbf", "matern12", "matern32", "matern52", "periodic"]
-REFERENCE = ROOT / "configs" / "pretrained-gp1d-v2-tnp.yaml"  # the v2 zoo's composite prior
+SINGLE_KERNEL = ROOT / "configs" / "pretrained-gp1d-tnp.yaml"  # (a): today's zoo's prior
+REFERENCE = ROOT / "configs" / "pretrained-gp1d-v2-tnp.yaml"  # (b): the v2 zoo's composite prior
+V3_PRIOR = ROOT / "configs" / "pretrained-gp1d-v3-tnp.yaml"  # (c): the v3 zoo's prior
+# A card's entry per prior beyond (a), and the prior in words (the zoo report's legend).
+PRIORS = {
+    "eval_composite": "(b) the v2 zoo's composite prior, its composite tasks only",
+    "eval_v3": "(c) the v3 zoo's prior, all its tasks",
+}
 METRIC_KEYS = ("ll", "ll_se", "oracle_ll", "gap", "gap_se")  # a per-kernel entry of a card
 FULL_KEYS = ("n_tasks", *METRIC_KEYS, "coverage95")  # a card's eval / eval_composite entry
 
@@ -52,28 +64,30 @@ def single_kernel_sampler(cfg: ExperimentConfig, **overrides) -> TaskSampler:
     return build_sampler("gp", cfg.eval.batch_size, cfg.eval.seed, **{**options, **overrides})
 
 
-def composite_sampler(cfg: ExperimentConfig) -> TaskSampler:
-    """Prior (b)'s test sampler: ``cfg``'s composite prior if it trains on ``gp-composite``,
-    else the v2 zoo's (:data:`REFERENCE`); composite tasks only."""
-    if cfg.data["name"] != "gp-composite":
-        cfg = load_config(REFERENCE)
-    return build_test_sampler(cfg, composite_prob=1.0)
+def prior_sampler(key: str, **overrides) -> TaskSampler:
+    """The test sampler of prior ``key``: ``"eval"`` (a), or an entry of :data:`PRIORS`
+    (``overrides``: sampler options such as ``kernels=["rbf"]``)."""
+    if key == "eval":
+        return single_kernel_sampler(load_config(SINGLE_KERNEL), **overrides)
+    if key == "eval_composite":
+        return build_test_sampler(load_config(REFERENCE), **{"composite_prob": 1.0, **overrides})
+    if key == "eval_v3":
+        return build_test_sampler(load_config(V3_PRIOR), **overrides)
+    raise ValueError(f"no zoo prior {key!r}; known: eval, {', '.join(PRIORS)}")
 
 
 def _entry(m: Metrics, keys: tuple[str, ...]) -> dict:
     return {k: getattr(m, k) for k in keys}
 
 
-def score(
-    model: NeuralProcess, cfg: ExperimentConfig, n_batches: int, progress: bool = False
-) -> dict:
+def score(model: NeuralProcess, n_batches: int, progress: bool = False) -> dict:
     """Prior (a) overall (``eval``) and per kernel (``per_kernel``, a quarter of the batches
-    each, as today's cards), and prior (b) (``eval_composite``), each on batches
-    ``0..n-1`` of the test split. Entries as in today's zoo cards."""
-    overall = evaluate(model, single_kernel_sampler(cfg), n_batches, progress=progress)
+    each, as today's cards), and each prior of :data:`PRIORS`, each on batches ``0..n-1`` of
+    its test split. Entries as in today's zoo cards."""
+    overall = evaluate(model, prior_sampler("eval"), n_batches, progress=progress)
     per_kernel = {
         k: _entry(
-            evaluate(model, single_kernel_sampler(cfg, kernels=[k]), max(1, n_batches // 4)),
+            evaluate(model, prior_sampler("eval", kernels=[k]), max(1, n_batches // 4)),
             METRIC_KEYS,
         )
         for k in KERNELS
@@ -81,15 +95,14 @@ def score(
     return {
         "eval": _entry(overall, FULL_KEYS),
         "per_kernel": per_kernel,
-        "eval_composite": composite_score(model, cfg, n_batches, progress),
+        **{key: prior_score(model, key, n_batches, progress) for key in PRIORS},
     }
 
 
-def composite_score(
-    model: NeuralProcess, cfg: ExperimentConfig, n_batches: int, progress: bool = False
-) -> dict:
-    """Prior (b) alone: a card's ``eval_composite`` entry (batches ``0..n-1``)."""
-    return _entry(evaluate(model, composite_sampler(cfg), n_batches, progress=progress), FULL_KEYS)
+def prior_score(model: NeuralProcess, key: str, n_batches: int, progress: bool = False) -> dict:
+    """One prior of :data:`PRIORS` alone: a card's entry ``key`` (batches ``0..n-1``)."""
+    metrics = evaluate(model, prior_sampler(key), n_batches, progress=progress)
+    return _entry(metrics, FULL_KEYS)
 
 
 def experiment(path: str | Path) -> ExperimentConfig:
@@ -107,5 +120,4 @@ def experiment(path: str | Path) -> ExperimentConfig:
 def score_checkpoint(path: str | Path, n_batches: int | None = None) -> dict:
     """:func:`score` for the checkpoint at ``path`` (loaded with ``tnpx.load``), with its
     config's ``eval.n_batches`` unless ``n_batches`` says otherwise."""
-    cfg = experiment(path)
-    return score(load(path).eval(), cfg, n_batches or cfg.eval.n_batches)
+    return score(load(path).eval(), n_batches or experiment(path).eval.n_batches)

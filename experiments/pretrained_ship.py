@@ -5,18 +5,23 @@ A v2 model is trained as a long run (``experiments/long_runs.py``, folder
 ``long-runs/<name>/``); shipping it writes ``<zoo>/<name>.pt`` (weights and the experiment
 config, no optimiser state, at most :data:`MAX_BYTES`) and ``<zoo>/<name>.json``, a card in the
 schema of today's (``src/tnpx/zoo/gp1d-tnp.json``) with the scores of
-:mod:`experiments.pretrained_eval` (``eval`` and ``per_kernel``: the single-kernel prior on
-today's tasks; ``eval_composite``: the composite prior) and, when
+:mod:`experiments.pretrained_eval` on the zoo's shared priors, whatever the run trained on
+(``eval`` and ``per_kernel``: the single-kernel prior on today's tasks; ``eval_composite``: the
+v2 composite prior; ``eval_v3``: the v3 prior) and, when
 ``results/pretrained/real-series*.json`` scored the model by its zoo name, the real-series
 summary. ``experiments/pretrained.py --ship`` / ``--interim`` run these (a 2D prior's run
-ships with its own card from the same helpers: :mod:`experiments.pretrained_ship_2d`). When the
-runs finish:
+ships with its own card from the same helpers: :mod:`experiments.pretrained_ship_2d`). When a
+run finishes (here a v3 one; ``--ship`` alone ships the v2 runs):
 
-    python -m experiments.pretrained --ship        # both v2 runs into src/tnpx/zoo
+    python -m experiments.pretrained --ship gp1d-v3-te-tnp-rope   # card, safe range, zoo.md
     python -m experiments.pretrained_real --models gp1d-tnp gp1d-te-tnp gp1d-v2-tnp \
-        gp1d-v2-te-tnp-rope --name real-series-v2
-    python -m experiments.pretrained --ship        # again: the cards take the real-series rows
+        gp1d-v2-te-tnp-rope gp1d-v3-te-tnp-rope --name real-series-v4
+    python -m experiments.pretrained_functions --models gp1d-v2-tnp gp1d-v2-te-tnp-rope \
+        gp1d-v3-te-tnp-rope
     python -m experiments.pretrained_bayes         # each zoo model's gap split: irreducible + own
+    python -m experiments.pretrained_safe_range    # every card's safe range, one table
+    python -m experiments.pretrained --ship gp1d-v3-te-tnp-rope   # again: the card takes the
+                                                   # real-series rows; zoo.md and the README
 """
 
 from __future__ import annotations
@@ -37,15 +42,14 @@ from tnpx.training.runs import RunStatus, run_status
 from tnpx.training.state import last_checkpoint
 
 V2 = ["gp1d-v2-tnp", "gp1d-v2-te-tnp-rope"]  # zoo names (their long runs: STAGES)
+V3 = ["gp1d-v3-tnp", "gp1d-v3-te-tnp-rope"]
 # A zoo name -> its long runs in training order (experiments/long_runs): the last is shipped,
 # each earlier one a stage it was fine-tuned from (train.init_from). Issue 33's second stage
 # trains the v2 models on targets a context width out, half the tasks scaled as predict scales
 # them, so that their calibration holds where predict is used.
 STAGES = {name: [name, f"{name}-far"] for name in V2}
 # The v3 models are fine-tuned from the v2 ones' last stage on the v3 prior (their configs).
-STAGES |= {
-    f"gp1d-v3-{m}": [*STAGES[f"gp1d-v2-{m}"], f"gp1d-v3-{m}"] for m in ("tnp", "te-tnp-rope")
-}
+STAGES |= {name: [*STAGES[name.replace("-v3-", "-v2-")], name] for name in V3}
 MAX_BYTES = 5_000_000  # a shipped checkpoint (issue 20)
 CHECK_BATCHES = 2  # the check evaluation tests/app/test_zoo.py repeats
 INTERIM_BATCHES = 8  # 128 tasks per prior (32 per kernel): a progress check, not a result
@@ -90,9 +94,15 @@ def trained_on(cfg: ExperimentConfig) -> str:
         f"period U[{c.period_min}, {c.period_max}]; variance {c.variance:g}; noise std "
         f"log-U[{c.noise_range[0]}, {c.noise_range[1]}]"
     )
+    count = " (their number log-uniform)" if c.ctx_size == "log-uniform" else ""
+    scaled = (
+        f", {c.context_scaling:g} of tasks scaled as `tnpx.predict` scales a user's"
+        if c.context_scaling
+        else ""
+    )
     inputs = (
-        f"{c.min_ctx}–{c.max_ctx} context points on {list(c.ctx_range)}, {c.n_tgt} targets on "
-        f"{list(c.tgt_range)}"
+        f"{c.min_ctx}–{c.max_ctx} context points{count} on {list(c.ctx_range)}, {c.n_tgt} "
+        f"targets on {list(c.tgt_range)}{scaled}"
     )
     if not composite:
         return f"1D GP samples: kernels {single}; {inputs}"
@@ -104,9 +114,29 @@ def trained_on(cfg: ExperimentConfig) -> str:
         f"log-U{c.periodic_lengthscale}) and rough variation ({', '.join(c.rough_kernels)}, "
         f"lengthscale log-U{c.rough_lengthscale}), present with probability {p[0]:g} / "
         f"{p[1]:g} / {p[2]:g}, weights log-U{c.component_weight}, output std "
-        f"log-U{c.output_scale_range}, noise std log-U{c.composite_noise_range} times it; "
-        f"{inputs}"
+        f"log-U{c.output_scale_range}, noise std log-U{c.composite_noise_range} times it"
+        f"{v3_families(c)}; {inputs}"
     )
+
+
+def v3_families(c: CompositeGPConfig) -> str:
+    """The v3 prior's additions to a composite prior's sentence ("" when it has none)."""
+    parts = []
+    if c.polynomial_prob:
+        parts.append(
+            f"in {c.polynomial_prob:g} of the sums a polynomial trend of degree "
+            f"{'/'.join(map(str, c.polynomial_degrees))} (lengthscale "
+            f"log-U{c.polynomial_lengthscale})"
+        )
+    if c.locally_periodic_prob:
+        parts.append(
+            f"in {c.locally_periodic_prob:g} of them the periodic component times an RBF "
+            f"envelope (lengthscale log-U{c.envelope_lengthscale})"
+        )
+    if c.quiet_prob:
+        parts.append(f"{c.quiet_prob:g} of all tasks near noise-free (noise std {c.quiet_noise:g} "
+                     "times the output scale)")  # fmt: skip
+    return "".join(f"; {p}" for p in parts)
 
 
 def real_series_summary(name: str, results: Path) -> dict | None:
@@ -265,7 +295,7 @@ def ship(
     model = load(source).eval()
     card = card_fields(name, folder, model, cfg, config, status, provenance, trained_on(cfg))
     start = time.perf_counter()
-    scores = score(model, cfg, n_batches or cfg.eval.n_batches)
+    scores = score(model, n_batches or cfg.eval.n_batches)
     card.update(**scores, check=check_entry(model, config))
     card["eval_s"] = time.perf_counter() - start
     add_stages(card, name, folder)
@@ -288,7 +318,7 @@ def _relative(path: Path) -> str:
 
 
 def _scores(path: Path, n_batches: int) -> dict:
-    return score(load(path), experiment(path), n_batches)
+    return score(load(path), n_batches)
 
 
 def _row(label: str, steps: str, s: dict) -> str:

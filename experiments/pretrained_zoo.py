@@ -19,11 +19,19 @@ import json
 from pathlib import Path
 
 from experiments.bayes_report import shortfalls
-from experiments.pretrained_eval import KERNELS, ROOT, composite_score, experiment
-from experiments.pretrained_ship import TARGET_GAP, V2, _relative, real_series_summary, shipped_run
+from experiments.pretrained_eval import KERNELS, PRIORS, ROOT, prior_sampler, prior_score
+from experiments.pretrained_ship import (
+    TARGET_GAP,
+    V2,
+    V3,
+    _relative,
+    real_series_summary,
+    shipped_run,
+)
 from experiments.pretrained_zoo_2d import zoo_cards_2d, zoo_section
 from experiments.zoo_format import pm, real_section, safe_cells
 from experiments.zoo_goals import goals_section
+from experiments.zoo_readme import write_readme
 from tnpx.checkpoint import load
 from tnpx.training.runs import run_status
 from tnpx.training.state import last_checkpoint
@@ -32,31 +40,37 @@ from tnpx.zoo import trained_on_composite
 REPORT = "zoo"  # results/pretrained/zoo.{md,json,png}
 
 
+def generation(name: str) -> int:
+    """The zoo generation of 1D model ``name``: 3 for ``gp1d-v3-*``, 2 for ``gp1d-v2-*``, else 1."""
+    return next((g for g in (3, 2) if name.startswith(f"gp1d-v{g}-")), 1)
+
+
 def zoo_cards(zoo: Path) -> dict[str, dict]:
-    """The ``gp1d-*`` cards of ``zoo`` by name, today's before v2 (each sorted by name)."""
-    paths = sorted(zoo.glob("gp1d-*.json"), key=lambda p: (p.stem in V2, p.stem))
+    """The ``gp1d-*`` cards of ``zoo`` by name, today's, then v2, then v3 (each sorted by name)."""
+    paths = sorted(zoo.glob("gp1d-*.json"), key=lambda p: (generation(p.stem), p.stem))
     return {p.stem: json.loads(p.read_text()) for p in paths}
 
 
-def with_composite(cards: dict[str, dict], zoo: Path) -> dict[str, dict]:
-    """``cards`` with prior (b) scored for those that lack it, on as many test batches as the
-    cards that have it (else 64); each such entry marked ``"computed_here": True``."""
-    n_tasks = [c["eval_composite"]["n_tasks"] for c in cards.values() if "eval_composite" in c]
-    out = {}
-    for name, card in cards.items():
-        if "eval_composite" not in card:
-            path = zoo / f"{name}.pt"
-            n_batches = n_tasks[0] // card["batch_size"] if n_tasks else 64
-            entry = composite_score(load(path).eval(), experiment(path), n_batches)
-            card = {**card, "eval_composite": {**entry, "computed_here": True}}
-        out[name] = card
+def with_priors(cards: dict[str, dict], zoo: Path) -> dict[str, dict]:
+    """``cards`` with each prior of :data:`~experiments.pretrained_eval.PRIORS` scored for the
+    cards that lack it (they predate it), on as many tasks as the cards that have it (else 64
+    batches); each such entry marked ``"computed_here": True``."""
+    out = dict(cards)
+    for key in PRIORS:
+        n_tasks = [c[key]["n_tasks"] for c in cards.values() if key in c]
+        batch_size = prior_sampler(key).batch_size
+        n_batches = n_tasks[0] // batch_size if n_tasks else 64
+        for name, card in out.items():
+            if key not in card:
+                entry = prior_score(load(zoo / f"{name}.pt").eval(), key, n_batches)
+                out[name] = {**card, key: {**entry, "computed_here": True}}
     return out
 
 
 def unshipped(zoo: Path, runs: Path) -> list[str]:
-    """Lines for the v2 runs without a card in ``zoo``: how far each has trained."""
+    """Lines for the v2 and v3 runs without a card in ``zoo``: how far each has trained."""
     lines = []
-    for name in V2:
+    for name in [*V2, *V3]:
         if (zoo / f"{name}.json").exists():
             continue
         folder = runs / shipped_run(name)
@@ -74,22 +88,25 @@ def unshipped(zoo: Path, runs: Path) -> list[str]:
 def summary_rows(cards: dict[str, dict]) -> list[str]:
     rows = [
         "| name | model | params | trained on | steps (batch) | train time | (a) LL | (a) gap "
-        f"| goal ≤ {TARGET_GAP} | (a) 95% cov. | (b) LL | (b) gap | safe range | hard limit "
-        "| far cov. | card |",
-        "|" + " --- |" * 16,
+        f"| goal ≤ {TARGET_GAP} | (a) 95% cov. | (b) LL | (b) gap | (c) LL | (c) gap "
+        "| safe range | hard limit | far cov. | card |",
+        "|" + " --- |" * 18,
     ]
     for name, c in cards.items():
-        a, b = c["eval"], c["eval_composite"]
+        a = c["eval"]
         seconds = c.get("train_s_total", c.get("train_s"))
         hours = f"{seconds / 3600:.1f} h" if seconds else "—"
         steps = " + ".join(f"{st['steps']:,}" for st in [*c.get("stages", []), c])
         met = "met" if a["gap"] <= TARGET_GAP else f"missed by {a['gap'] - TARGET_GAP:.3f}"
-        here = " *" if b.get("computed_here") else ""
-        prior = "composite" if trained_on_composite(c) else "single-kernel"
+        others = " | ".join(
+            f"{pm(c[key], 'll')} | {pm(c[key])}{' *' if c[key].get('computed_here') else ''}"
+            for key in PRIORS
+        )
+        prior = f"composite (v{generation(name)})" if trained_on_composite(c) else "single-kernel"
         rows.append(
             f"| `{name}` | {c['model']} | {c['params']:,} | {prior} | {steps} "
             f"({c['batch_size']}) | {hours} | {pm(a, 'll')} | {pm(a)} | {met} | "
-            f"{a['coverage95']:.3f} | {pm(b, 'll')} | {pm(b)}{here} | {safe_cells(c)} | "
+            f"{a['coverage95']:.3f} | {others} | {safe_cells(c)} | "
             f"`{c['commit']}` |"
         )
     return rows
@@ -188,22 +205,25 @@ def report(
     section)."""
     first = next(iter(cards.values()))
     sections = [
-        "# The 1D zoo: today's models and the v2 long runs against the GP oracle",
+        "# The 1D zoo: every model against the GP oracle on the same tasks",
         "",
         "**What**: every 1D model shipped in `src/tnpx/zoo/`, scored against the GP oracle on "
-        f"the same {first['eval']['n_tasks']:,} held-out tasks of each prior: (a) the "
-        "single-kernel prior of today's zoo (five kernels, variance 1) and (b) the v2 zoo's "
-        "composite prior (sums of a trend, a periodic "
-        "component and rough variation, per-task output scale and noise), its composite tasks "
-        "only. Metric: LL per target point (higher is better), mean ± s.e. over tasks; the gap "
-        "is oracle − model, paired over tasks (lower is better). The v2 models are long runs "
-        "(`experiments/long_runs.py`) trained on the composite prior, which contains (a).",
+        f"the same {first['eval']['n_tasks']:,} held-out tasks of each prior, whatever it was "
+        "trained on: (a) the single-kernel prior of today's zoo (five kernels, variance 1); (b) "
+        "the v2 zoo's composite prior (sums of a trend, a periodic component and rough "
+        "variation, per-task output scale and noise), its composite tasks only; (c) the v3 "
+        "zoo's prior (wider lengthscales and periods, polynomial trends, locally periodic sums, "
+        "near noise-free tasks, 3-256 context points), all its tasks. Metric: LL per target "
+        "point (higher is better), mean ± s.e. over tasks; the gap is oracle − model, paired "
+        "over tasks (lower is better). The v2 and v3 models are long runs "
+        "(`experiments/long_runs.py`) trained on their composite priors, which contain (a).",
         "",
         f"**Command**: `{command}`, commit `{commit}`. The scores are the cards' (`card`: the "
         "commit whose `python -m experiments.pretrained` or `--ship` wrote it)"
         + (
-            "; (b) for the cards marked * was computed by this command."
-            if any(c["eval_composite"].get("computed_here") for c in cards.values())
+            "; the (b) and (c) cells marked * were computed by this command (the card predates "
+            "the prior)."
+            if any(c[k].get("computed_here") for c in cards.values() for k in PRIORS)
             else "."
         ),
         "",
@@ -282,11 +302,12 @@ def plot_gaps(cards: dict[str, dict], bayes: dict | None, path: Path) -> Path:
 
 
 def write_report(
-    zoo: Path, out: Path, runs: Path, command: str, commit: str
+    zoo: Path, out: Path, runs: Path, command: str, commit: str, readme: Path | None = None
 ) -> tuple[Path, dict[str, dict]]:
     """Write ``out/zoo.md``, ``out/zoo.json`` (the cards as reported) and ``out/zoo.png``
-    (:func:`plot_gaps`); return the report's path and the 1D cards."""
-    cards = with_composite(zoo_cards(zoo), zoo)
+    (:func:`plot_gaps`), and the zoo table of ``readme`` when given
+    (:func:`experiments.zoo_readme.write_readme`); return the report's path and the 1D cards."""
+    cards = with_priors(zoo_cards(zoo), zoo)
     if not cards:
         raise ValueError(f"{zoo}: no gp1d-* cards to report")
     bayes_path = out / "bayes-reference.json"
@@ -299,4 +320,6 @@ def write_report(
     plot_gaps(cards, bayes, out / f"{REPORT}.png")
     (out / f"{REPORT}.md").write_text(text)
     (out / f"{REPORT}.json").write_text(json.dumps({**cards, **cards_2d}, indent=1) + "\n")
+    if readme is not None:
+        write_readme(readme, cards)
     return out / f"{REPORT}.md", cards

@@ -174,6 +174,7 @@ def _scores(card: dict, link: Callable[[str], str]) -> list[str]:
     priors = [
         ("single-kernel GPs", card.get("eval")),
         ("composite GPs", card.get("eval_composite")),
+        ("v3 prior GPs", card.get("eval_v3")),  # a card shipped since the v3 prior
     ]
     if is_2d(card):  # scored on its own prior alone
         priors = [(f"{prior_kind(card)} GPs", card.get("eval"))]

@@ -49,6 +49,8 @@ def test_model_matches_its_card_and_reproduces_its_check_evaluation(name):
         assert card["finished"] and card["steps"] == card["steps_planned"]
         if card.get("dim_x", 1) == 1:  # a 2D card's own prior is its eval (and its shifts)
             assert card["eval_composite"]["n_tasks"] == e["n_tasks"]
+            # the v3 prior (c): on every card shipped since it existed, on as many tasks
+            assert card.get("eval_v3", e)["n_tasks"] == e["n_tasks"]
 
 
 def test_extra_zoo_folders_add_names_and_never_change_a_shipped_one(tmp_path, monkeypatch):

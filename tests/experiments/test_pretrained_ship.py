@@ -1,8 +1,9 @@
-"""experiments/pretrained_eval.py, pretrained_ship.py and pretrained_zoo.py: the v2 zoo's scores
-are on today's test tasks, a finished run ships into a zoo folder and loads back by name with
-the same predictions, an unfinished run is refused unless forced, the interim report says how
-far the runs are, and the zoo report has every card (prior (b) computed for cards that predate
-it), the runs not shipped, the irreducible gap and the real-series rows."""
+"""experiments/pretrained_eval.py, pretrained_ship.py and pretrained_zoo.py: every 1D model is
+scored on the zoo's three shared priors (the shipped cards' tasks), a finished run ships into a
+zoo folder and loads back by name with the same predictions, an unfinished run is refused
+unless forced, the interim report says how far the runs are, and the zoo report has every card
+(priors (b) and (c) computed for cards that predate them), the runs not shipped, the
+irreducible gap and the real-series rows."""
 
 from __future__ import annotations
 
@@ -17,10 +18,10 @@ from experiments import pretrained
 from experiments import pretrained_ship as ship
 from experiments.pretrained_eval import (
     KERNELS,
+    PRIORS,
     ROOT,
-    composite_sampler,
-    composite_score,
-    experiment,
+    prior_sampler,
+    prior_score,
     score_checkpoint,
     single_kernel_sampler,
 )
@@ -50,6 +51,7 @@ eval: {n_batches: 4, batch_size: 4}
 """
 V1 = ROOT / "configs" / "pretrained-gp1d-tnp.yaml"
 V2_CONFIGS = [ROOT / "configs" / f"pretrained-{n}.yaml" for n in ship.V2]
+V3_CONFIGS = [ROOT / "configs" / f"pretrained-{n}.yaml" for n in ship.V3]
 TENSORS = ("xc", "yc", "xt", "yt")
 
 
@@ -71,30 +73,50 @@ def _same(a, b) -> bool:
 
 
 @pytest.mark.parametrize("config", V2_CONFIGS, ids=ship.V2)
-def test_single_kernel_prior_gives_todays_test_tasks(config):
+def test_the_shared_priors_are_the_shipped_cards_test_tasks(config):
     v1, v2 = load_config(V1), load_config(config)
     assert v2.data["name"] == "gp-composite"
     for options in ({}, {"kernels": ["periodic"]}):
         today = build_test_sampler(v1, **options)  # how today's zoo cards were scored
-        ours = single_kernel_sampler(v2, **options)
+        shared = prior_sampler("eval", **options)  # how every card is scored now
+        own = single_kernel_sampler(v2, **options)  # how the v2 cards were scored
         for i in range(2):
-            assert _same(batch_at(today, i, split="test"), batch_at(ours, i, split="test"))
-    # prior (b): a v1 model (trained on `gp`) is scored on the v2 zoo's composite tasks
-    old, new = composite_sampler(v1), composite_sampler(v2)
-    b_old, b_new = batch_at(old, 0, split="test"), batch_at(new, 0, split="test")
-    assert _same(b_old, b_new) and bool(b_new.info["composite"].all())
+            a = batch_at(today, i, split="test")
+            assert _same(a, batch_at(shared, i, split="test"))
+            assert _same(a, batch_at(own, i, split="test"))
+    # prior (b): the v2 cards' composite tasks (their own config's), all composite
+    b_card = batch_at(build_test_sampler(v2, composite_prob=1.0), 0, split="test")
+    b_shared = batch_at(prior_sampler("eval_composite"), 0, split="test")
+    assert _same(b_card, b_shared) and bool(b_shared.info["composite"].all())
+
+
+def test_a_v3_model_is_scored_on_the_shared_priors_not_its_own_single_kernel_part():
+    a = batch_at(prior_sampler("eval"), 0, split="test")
+    c = prior_sampler("eval_v3")
+    for config in V3_CONFIGS:
+        v3 = load_config(config)
+        # its single-kernel part is wider (lengthscales, periods, context sizes): other tasks
+        assert not _same(a, batch_at(single_kernel_sampler(v3), 0, split="test"))
+        # prior (c) is the v3 configs' test tasks (both models share them), singles and sums
+        c0 = batch_at(build_test_sampler(v3), 0, split="test")
+        assert _same(c0, batch_at(c, 0, split="test"))
+        assert c0.xt.abs().max() <= 3.0  # the cards' targets (eval.data): a context width out
+    with pytest.raises(ValueError, match="no zoo prior 'eval_v4'; known: eval, eval_composite"):
+        prior_sampler("eval_v4")
 
 
 def test_scores_on_both_priors_of_a_tiny_run(runs):
     scores = score_checkpoint(runs / "finished" / "model.pt")
-    assert set(scores) == {"eval", "per_kernel", "eval_composite"}
+    assert set(scores) == {"eval", "per_kernel", *PRIORS}
     assert set(scores["per_kernel"]) == set(KERNELS)
-    for entry in (scores["eval"], scores["eval_composite"]):
-        assert entry["n_tasks"] == 16 and 0 <= entry["coverage95"] <= 1
+    for entry in (scores["eval"], *(scores[key] for key in PRIORS)):
+        # the config's 4 test batches, of the shared priors' 16 tasks each
+        assert entry["n_tasks"] == 64 and 0 <= entry["coverage95"] <= 1
         assert entry["gap"] == pytest.approx(entry["oracle_ll"] - entry["ll"])
         assert entry["gap"] > 0  # six steps: far from the oracle on both priors
-    # the composite tasks are other tasks than the single-kernel ones
-    assert scores["eval"]["oracle_ll"] != pytest.approx(scores["eval_composite"]["oracle_ll"])
+    # the three priors' tasks are other tasks
+    oracle = [scores[key]["oracle_ll"] for key in ("eval", *PRIORS)]
+    assert len({round(o, 6) for o in oracle}) == 3
 
 
 def test_ship_a_finished_run_and_load_it_back_by_name(runs, tmp_path, monkeypatch):
@@ -109,7 +131,7 @@ def test_ship_a_finished_run_and_load_it_back_by_name(runs, tmp_path, monkeypatc
     assert "train_state" not in record and "experiment" in record
     assert (zoo / "gp1d-v2-tiny.pt").stat().st_size <= ship.MAX_BYTES
     today = json.loads(pretrained_path("gp1d-tnp").with_suffix(".json").read_text())
-    assert set(today) <= set(card)  # today's schema, plus eval_composite and the run
+    assert set(today) <= set(card)  # today's schema, plus eval_composite, eval_v3 and the run
     assert card["finished"] and card["steps"] == card["steps_planned"] == 6
     assert card["train_s"] > 0 and card["commit"] == "abc1234"
     assert card["trained_on"].startswith("1D GPs, a mixture: with probability 0.5")
@@ -118,7 +140,7 @@ def test_ship_a_finished_run_and_load_it_back_by_name(runs, tmp_path, monkeypatc
     assert {"gp1d-tnp", "gp1d-te-tnp", "gp1d-v2-tiny"} <= set(names)
     assert model_card("gp1d-v2-tiny") == card
     shipped, trained = tnpx.pretrained("gp1d-v2-tiny"), tnpx.load(runs / "finished" / "model.pt")
-    batch = batch_at(composite_sampler(load_config(V2_CONFIGS[0])), 0, split="test")
+    batch = batch_at(prior_sampler("eval_composite"), 0, split="test")
     a, b = shipped.predict_batch(batch), trained.predict_batch(batch)
     torch.testing.assert_close(a.mean, b.mean, rtol=0, atol=0)
     torch.testing.assert_close(a.stddev, b.stddev, rtol=0, atol=0)
@@ -231,15 +253,16 @@ def test_zoo_report_has_every_card_and_says_what_is_missing(zoo, runs, tmp_path)
     path, cards = write_report(zoo, out, runs, "python x --report", "beef000")
     assert list(cards) == ["gp1d-tnp", "gp1d-v2-tnp"] == list(zoo_cards(zoo))
     text = path.read_text()
-    # gp1d-tnp's card predates prior (b): scored here, on the v2 card's number of tasks
-    b = cards["gp1d-tnp"]["eval_composite"]
-    assert b["computed_here"] and b["n_tasks"] == cards["gp1d-v2-tnp"]["eval_composite"]["n_tasks"]
-    model_path = zoo / "gp1d-tnp.pt"
-    again = composite_score(load(model_path).eval(), experiment(model_path), 1)
-    assert again["gap"] == pytest.approx(b["gap"], abs=1e-9)
-    assert f"{b['gap']:.3f} ± {b['gap_se']:.3f} *" in text
+    # gp1d-tnp's card predates priors (b) and (c): scored here, on the v2 card's number of tasks
     v2 = cards["gp1d-v2-tnp"]
-    assert "computed_here" not in v2["eval_composite"] and "| composite | 6 (4) |" in text
+    for key in PRIORS:
+        b = cards["gp1d-tnp"][key]
+        assert b["computed_here"] and b["n_tasks"] == v2[key]["n_tasks"] == 64
+        again = prior_score(load(zoo / "gp1d-tnp.pt").eval(), key, 4)
+        assert again["gap"] == pytest.approx(b["gap"], abs=1e-9)
+        assert f"{b['gap']:.3f} ± {b['gap_se']:.3f} *" in text
+        assert "computed_here" not in v2[key]
+    assert "| composite (v2) | 6 (4) |" in text
     assert f"missed by {v2['eval']['gap'] - ship.TARGET_GAP:.3f}" in text  # six steps: far off
     assert "`gp1d-v2-te-tnp-rope`: not shipped; its long run has no checkpoint yet." in text
     assert "| irreducible (Bayes average, 64 tasks each) | 0.010 ± 0.010 |" in text
