@@ -63,3 +63,15 @@ def test_a_readme_without_its_markers_is_refused_and_left_alone(tmp_path, text):
     with pytest.raises(ValueError, match="needs the lines"):
         write_readme(readme, _reported_1d())
     assert readme.read_text() == text
+
+
+def test_the_demo_shows_the_zoos_best_model():
+    """`make demo`'s zero-shot model is the README table's first row: the smallest gap on the
+    single-kernel prior (a) among the 1D models calibrated beyond the context."""
+    from tnpx.demo.zero_shot import ZERO_SHOT_MODEL
+
+    cards = {
+        n: c for n, c in _reported_1d().items() if c.get("safe_range", {}).get("widths", 0) > 0
+    }
+    assert ZERO_SHOT_MODEL == min(cards, key=lambda n: cards[n]["eval"]["gap"])
+    assert readme_rows(ROOT / "README.md")[2].startswith(f"| `{ZERO_SHOT_MODEL}` |")
