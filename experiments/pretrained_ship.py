@@ -367,9 +367,8 @@ def interim(
             f"Gap to the GP oracle (nats per target point, lower is better; goal <= "
             f"{TARGET_GAP}) on the first {n_batches} test batches: (a) the single-kernel "
             "prior of today's zoo (per kernel: a quarter of the batches each), (b) the "
-            "composite prior's composite tasks. The test tasks follow each model's config "
-            "(`eval.seed`, `eval.batch_size`); the v2 configs' are today's, so those rows share "
-            "their tasks.",
+            "v2 composite prior's composite tasks: the zoo's shared priors "
+            "(`experiments/pretrained_eval.py`), so every row has the same tasks.",
             "",
             *(header + rows if rows else ["(no checkpoint to score yet)"]),
             *irreducible_note(BAYES_REFERENCE),

@@ -179,7 +179,8 @@ def test_cli_ships_finished_runs_refuses_the_rest_and_reports_interim(runs, tmp_
     report = capsys.readouterr().out
     assert "`gp1d-v2-tnp`: UNFINISHED, checkpoint at step 1 of 6" in report
     assert "`gp1d-v2-te-tnp-rope`: not started" in report
-    assert "| `gp1d-v2-tnp` (interim) | 1 / 6 | 4 |" in report  # its eval: batches of 4
+    # one batch of each shared prior: 16 tasks, whatever the run's own eval batch (4)
+    assert "| `gp1d-v2-tnp` (interim) | 1 / 6 | 16 |" in report
     assert "| `gp1d-tnp` | shipped | 16 |" in report
 
 
