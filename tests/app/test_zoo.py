@@ -108,6 +108,9 @@ def test_models_pretrained_lists_them(capsys):
         )  # fmt: skip
         row = next(line for line in out.splitlines() if line.startswith(f"| {name} |"))
         assert f"| {model_card(name)['model']} |" in row and f"| {prior} GPs |" in row
+        card = model_card(name)  # steps: all stages of a fine-tuned model
+        stages = f" ({len(card['stages']) + 1} stages)" if card.get("stages") else ""
+        assert f"| {card.get('steps_total', card['steps']):,}{stages} |" in row
         assert f"\n- {name}: {model_card(name)['trained_on']}\n" in out
 
 

@@ -121,6 +121,14 @@ def _prior(card: dict) -> str:
     return "single + composite GPs" if trained_on_composite(card) else "single-kernel GPs"
 
 
+def _steps(card: dict) -> str:
+    """A card's training steps, all stages together (a fine-tuned model says how many)."""
+    stages = card.get("stages", [])
+    if not stages:
+        return f"{card['steps']:,}"
+    return f"{card['steps_total']:,} ({len(stages) + 1} stages)"
+
+
 def describe() -> str:
     """A markdown table of the shipped models for ``tnpx models --pretrained``, each model's
     training prior in full below it. The LL and gap columns are each card's ``eval``; the
@@ -133,7 +141,7 @@ def describe() -> str:
     for name, c in cards.items():
         e = c["eval"]
         lines.append(
-            f"| {name} | {c['model']} | {c['params']:,} | {c['steps']:,} | {_prior(c)} | "
+            f"| {name} | {c['model']} | {c['params']:,} | {_steps(c)} | {_prior(c)} | "
             f"{e['ll']:.3f} ± {e['ll_se']:.3f} | {e['oracle_ll']:.3f} | "
             f"{e['gap']:.3f} ± {e['gap_se']:.3f} |"
         )
