@@ -39,11 +39,7 @@ KERNELS = ["rbf", "matern12", "matern32", "matern52", "periodic"]
 SINGLE_KERNEL = ROOT / "configs" / "pretrained-gp1d-tnp.yaml"  # (a): today's zoo's prior
 REFERENCE = ROOT / "configs" / "pretrained-gp1d-v2-tnp.yaml"  # (b): the v2 zoo's composite prior
 V3_PRIOR = ROOT / "configs" / "pretrained-gp1d-v3-tnp.yaml"  # (c): the v3 zoo's prior
-# A card's entry per prior beyond (a), and the prior in words (the zoo report's legend).
-PRIORS = {
-    "eval_composite": "(b) the v2 zoo's composite prior, its composite tasks only",
-    "eval_v3": "(c) the v3 zoo's prior, all its tasks",
-}
+PRIORS = ("eval_composite", "eval_v3")  # a card's entries for priors (b) and (c)
 METRIC_KEYS = ("ll", "ll_se", "oracle_ll", "gap", "gap_se")  # a per-kernel entry of a card
 FULL_KEYS = ("n_tasks", *METRIC_KEYS, "coverage95")  # a card's eval / eval_composite entry
 

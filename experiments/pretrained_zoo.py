@@ -29,7 +29,7 @@ from experiments.pretrained_ship import (
     shipped_run,
 )
 from experiments.pretrained_zoo_2d import zoo_cards_2d, zoo_section
-from experiments.zoo_format import pm, real_section, safe_cells
+from experiments.zoo_format import generation, pm, real_section, safe_cells
 from experiments.zoo_goals import goals_section
 from experiments.zoo_readme import write_readme
 from tnpx.checkpoint import load
@@ -38,11 +38,6 @@ from tnpx.training.state import last_checkpoint
 from tnpx.zoo import trained_on_composite
 
 REPORT = "zoo"  # results/pretrained/zoo.{md,json,png}
-
-
-def generation(name: str) -> int:
-    """The zoo generation of 1D model ``name``: 3 for ``gp1d-v3-*``, 2 for ``gp1d-v2-*``, else 1."""
-    return next((g for g in (3, 2) if name.startswith(f"gp1d-v{g}-")), 1)
 
 
 def zoo_cards(zoo: Path) -> dict[str, dict]:
@@ -55,14 +50,16 @@ def with_priors(cards: dict[str, dict], zoo: Path) -> dict[str, dict]:
     """``cards`` with each prior of :data:`~experiments.pretrained_eval.PRIORS` scored for the
     cards that lack it (they predate it), on as many tasks as the cards that have it (else 64
     batches); each such entry marked ``"computed_here": True``."""
-    out = dict(cards)
+    out, models = dict(cards), {}
     for key in PRIORS:
         n_tasks = [c[key]["n_tasks"] for c in cards.values() if key in c]
         batch_size = prior_sampler(key).batch_size
         n_batches = n_tasks[0] // batch_size if n_tasks else 64
         for name, card in out.items():
             if key not in card:
-                entry = prior_score(load(zoo / f"{name}.pt").eval(), key, n_batches)
+                if name not in models:  # each model loaded once, whatever it lacks
+                    models[name] = load(zoo / f"{name}.pt").eval()
+                entry = prior_score(models[name], key, n_batches)
                 out[name] = {**card, key: {**entry, "computed_here": True}}
     return out
 

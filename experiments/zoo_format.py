@@ -11,6 +11,11 @@ def pm(entry: dict, key: str = "gap") -> str:
     return f"{entry[key]:.3f} ± {entry[f'{key}_se']:.3f}"
 
 
+def generation(name: str) -> int:
+    """The zoo generation of 1D model ``name``: 3 for ``gp1d-v3-*``, 2 for ``gp1d-v2-*``, else 1."""
+    return next((g for g in (3, 2) if name.startswith(f"gp1d-v{g}-")), 1)
+
+
 def safe_cells(card: dict) -> str:
     """A card's safe range, hard limit (context widths) and its lowest 95 % coverage within
     one width beyond the context (``experiments/pretrained_safe_range.py``)."""

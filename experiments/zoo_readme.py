@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from experiments.pretrained_eval import PRIORS
-from experiments.zoo_format import pm
+from experiments.zoo_format import generation, pm
 
 BEGIN = "<!-- zoo table: written by `python -m experiments.pretrained --report` -->"
 END = "<!-- end of zoo table -->"
@@ -21,19 +21,20 @@ MODEL_WORDS = {
     "te-tnp": "TE-TNP",
     "te-tnp-rope": "TE-TNP with rotary attention",
 }
+TRAINED_ON = {  # a 1D model's generation -> its training prior in words
+    1: "single-kernel prior",
+    2: "v2 composite prior",
+    3: "v3 prior, fine-tuned from v2",
+}
 
 
 def trained_words(card: dict) -> str:
     """What a card's model is and how it was trained, in a few words."""
     steps = card.get("steps_total", card["steps"])
-    prior = "single-kernel prior"
-    if card["name"].startswith("gp1d-v2-"):
-        prior = "v2 composite prior"
-    elif card["name"].startswith("gp1d-v3-"):
-        prior = "v3 prior, fine-tuned from v2"
     return (
         f"{MODEL_WORDS.get(card['model'], card['model'])}, {card['params'] / 1000:.0f}k "
-        f"parameters, {steps:,} steps of {card['batch_size']} on the {prior}"
+        f"parameters, {steps:,} steps of {card['batch_size']} on the "
+        f"{TRAINED_ON[generation(card['name'])]}"
     )
 
 
