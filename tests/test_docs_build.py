@@ -137,6 +137,26 @@ def test_a_card_missing_fields_still_renders(monkeypatch):
     assert "[`bare`](bare.md)" in overview
 
 
+def test_the_zoo_overview_scores_older_cards_on_the_v3_prior_from_the_report(monkeypatch):
+    """A card shipped before the v3 prior has no `eval_v3`: the overview's (c) column takes the
+    zoo report's score for it, marked *, and a card's own score unmarked."""
+    monkeypatch.syspath_prepend(str(ROOT / "docs" / "hooks"))
+    import zoo_cards
+
+    old = {"name": "old", "eval": {"gap": 0.3, "gap_se": 0.01}}
+    new = {"name": "new", "eval_v3": {"gap": 0.4, "gap_se": 0.02}}
+    reported = {"old": {"eval_v3": {"gap": 0.5, "gap_se": 0.03}}}
+    page = zoo_cards.index_page({"old": old, "new": new}, 0.15, str, reported)
+    row = {line.split("|")[1].strip(): line for line in page.splitlines() if "](" in line[:12]}
+    assert "gap, v3 prior" in page
+    assert "0.500 ± 0.030 *" in row["[`old`](old.md)"]
+    assert "0.400 ± 0.020 |" in row["[`new`](new.md)"] and "0.400 ± 0.020 *" not in page
+    assert "\\* scored on the v3 prior's tasks" in page
+    # without the report the older card's cell stays empty, unmarked, and the footnote goes
+    page = zoo_cards.index_page({"old": old}, 0.15, str)
+    assert "*" not in page.split("gap, v3 prior")[1].split("Gap:")[0]
+
+
 def test_pages_sharing_a_title_are_told_apart_in_the_nav(monkeypatch, tmp_path):
     """The same script's reports share an H1 (real-series, -v2, -v3): the nav adds each one's
     file stem, where it would otherwise list the same line three times."""

@@ -78,13 +78,17 @@ def is_2d(card: dict) -> bool:
 
 def prior_kind(card: dict) -> str:
     """'2D composite' for a 2D model; 'composite' when the model trained on the mixture prior (its
-    ``trained_on`` sentence reads "a mixture", as ``tnpx.zoo.trained_on_composite`` tests), else
-    'single-kernel'."""
-    if not card.get("trained_on"):
+    ``trained_on`` sentence reads "a mixture", as ``tnpx.zoo.trained_on_composite`` tests), and
+    'v3 composite' when that mixture is the v3 prior's (its sentence names polynomial trends,
+    which only the v3 prior has), else 'single-kernel'."""
+    text = card.get("trained_on")
+    if not text:
         return "not recorded"
     if is_2d(card):
         return "2D composite"
-    return "composite" if "a mixture" in card["trained_on"] else "single-kernel"
+    if "a mixture" not in text:
+        return "single-kernel"
+    return "v3 composite" if "polynomial trend" in text else "composite"
 
 
 def scored_on(card: dict) -> str:

@@ -394,7 +394,12 @@ def on_files(files: Files, config) -> Files:
     bayes = json.loads(bayes_file.read_text()) if bayes_file.is_file() else None
     gap = _target_gap()
     cards = _state["cards"]
-    add("zoo/index.md", content=zoo_cards.index_page(cards, gap, partial(_relative, "zoo")))
+    reported_file = RESULTS / "pretrained" / "zoo.json"
+    reported = json.loads(reported_file.read_text()) if reported_file.is_file() else None
+    add(
+        "zoo/index.md",
+        content=zoo_cards.index_page(cards, gap, partial(_relative, "zoo"), reported),
+    )
     for name, card in cards.items():
         page = zoo_cards.card_page(card, gap, bayes, partial(_relative, "zoo"))
         add(f"zoo/{name}.md", content=page)

@@ -321,14 +321,31 @@ def _real_series(card: dict, link: Callable[[str], str]) -> list[str]:
     return out
 
 
-def index_page(cards: dict[str, dict], target_gap: float, link) -> str:
+def v3_score(name: str, card: dict, reported: dict | None) -> tuple[dict, bool]:
+    """A 1D model's score on the v3 prior (c): its card's, or, for a card shipped before that
+    prior existed, the zoo report's (``results/pretrained/zoo.json``, which scores it on the
+    same tasks); the flag says the score came from the report."""
+    if card.get("eval_v3"):
+        return card["eval_v3"], False
+    entry = ((reported or {}).get(name) or {}).get("eval_v3") or {}
+    return entry, bool(entry)
+
+
+def index_page(
+    cards: dict[str, dict], target_gap: float, link, reported: dict | None = None
+) -> str:
     """The zoo's overview: every shipped model in a table, each linking to its card (the 2D
-    models in a table of their own)."""
-    rows = [
-        index_row(name, c, [c.get("eval") or {}, c.get("eval_composite") or {}])
-        for name, c in cards.items()
-        if not is_2d(c)
-    ]
+    models in a table of their own). ``reported``: the zoo report's cards
+    (``results/pretrained/zoo.json``), which score older cards on the v3 prior too."""
+    rows, any_reported = [], False
+    for name, c in cards.items():
+        if is_2d(c):
+            continue
+        v3, from_report = v3_score(name, c, reported)
+        any_reported |= from_report
+        row = index_row(name, c, [c.get("eval") or {}, c.get("eval_composite") or {}, v3])
+        row[-2] += " *" if from_report else ""
+        rows.append(row)
     lines = [
         "# The zoo",
         "",
@@ -346,6 +363,7 @@ def index_page(cards: dict[str, dict], target_gap: float, link) -> str:
                 "training",
                 "gap, single-kernel",
                 "gap, composite",
+                "gap, v3 prior",
                 "safe range / hard limit (widths)",
             ],
             rows,
@@ -356,6 +374,17 @@ def index_page(cards: dict[str, dict], target_gap: float, link) -> str:
         "single-kernel prior). Safe range: how far beyond the context's input range (in widths "
         "of that range) the 95 % interval stayed calibrated; past the hard limit `tnpx.predict` "
         "refuses unless `allow_extrapolation=True`.",
+        *(
+            [
+                "",
+                "\\* scored on the v3 prior's tasks by [the zoo report]"
+                f"({link('reproductions/pretrained/zoo.md')}) "
+                "(`python -m experiments.pretrained --report`): the model was shipped before "
+                "that prior existed, so its card has no such score.",
+            ]
+            if any_reported
+            else []
+        ),
         "",
         *zoo_cards_2d.index_section({n: c for n, c in cards.items() if is_2d(c)}),
         "Models in other folders listed in the environment variable `TNPX_ZOO` load by name too; "
