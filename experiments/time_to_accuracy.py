@@ -30,7 +30,15 @@ from pathlib import Path
 
 import torch
 
-from experiments.kr1_exact import KERNEL_NAMES, PAPER_NLL, cell_name, exact_runs
+from experiments.kr1_exact import (
+    KERNEL_NAMES,
+    PAPER_NLL,
+    SE_NOTE,
+    TEST_SE,
+    cell_name,
+    exact_runs,
+    test_se,
+)
 from experiments.long_runs import FOLDER, RUNS
 from tnpx.config import load_config
 from tnpx.data import batch_at, build_sampler
@@ -247,14 +255,14 @@ def score_finished(c: Curve, cells: Path, n_batches: int, root: Path = FOLDER) -
     cell = cells / f"{c.run}-test{n_batches}.json"
     if c.run in {r.run for r in exact_runs()}:  # a protocol run: experiments.kr1_exact's cell
         cell = KR1_EXACT_CELLS / cell_name(c.run, n_batches)
-    c.test = cached_evaluate(load(folder / "model.pt"), cfg, cell).as_dict()
+    c.test = cached_evaluate(load(folder / "model.pt"), cfg, cell, needs=(TEST_SE,)).as_dict()
 
 
 def test_score(c: Curve) -> str:
     """``NLL ± s.e. (oracle NLL)`` on the test set, or a dash before the run is finished."""
     if c.test is None:
         return "—"
-    return f"{-c.test['ll']:.3f} ± {c.test['ll_se']:.3f} ({-c.test['oracle_ll']:.3f})"
+    return f"{-c.test['ll']:.3f} ± {test_se(c.test):.3f} ({-c.test['oracle_ll']:.3f})"
 
 
 def goal_verdict(c: Curve, step: int) -> str:
@@ -366,7 +374,8 @@ def main(argv: list[str] | None = None) -> int:
             "the protocol's 5,000-batch test NLL: every finished run is then scored on those "
             "(the last column, beside the GP oracle on the same tasks; cached in `cells/`). "
             "Core-hours are the runs' own logged speeds (one torch "
-            "thread each, two runs sharing a 2-core machine); FLOPs are counted, not timed.",
+            "thread each, two runs sharing a 2-core machine); FLOPs are counted, not timed. "
+            + SE_NOTE,
             "",
             f"**Hardware**: {hardware()}.",
             "",
@@ -395,7 +404,7 @@ def reading(curves: list[Curve]) -> str:
             side = "at or below" if test <= c.goal else "above"
             text += (
                 f", and its test NLL after {c.step_text(c.steps[-1])} steps is {test:.3f} ± "
-                f"{c.test['ll_se']:.3f}, {abs(test - c.goal):.3f} {side} the paper's"
+                f"{test_se(c.test):.3f}, {abs(test - c.goal):.3f} {side} the paper's"
             )
         parts.append(text)
     return (

@@ -6,23 +6,27 @@ from experiments.kr1_exact import cell_name, exact_runs, finished_reading
 
 
 def test_a_finished_run_within_two_standard_errors_meets_the_goal():
-    text = finished_reading("tnp-d", -0.455, {"ll": 0.450, "ll_se": 0.004, "oracle_ll": 0.550}, [])
+    text = finished_reading(
+        "tnp-d", -0.455, {"ll": 0.450, "ll_se_batches": 0.004, "oracle_ll": 0.550}, []
+    )
     assert "within 2 standard errors of the paper's: the goal is met" in text
     assert "0.100 above the GP oracle (-0.550)" in text
 
 
 def test_a_run_better_than_the_paper_reaches_it_and_one_worse_does_not():
     better = finished_reading(
-        "tnp-kr-full", -0.453, {"ll": 0.474, "ll_se": 0.002, "oracle_ll": 0.568}, []
+        "tnp-kr-full", -0.453, {"ll": 0.474, "ll_se_batches": 0.002, "oracle_ll": 0.568}, []
     )
     assert "0.021 better than the paper's (10 s.e.): the paper's accuracy is reached" in better
     assert "goal is met" not in better  # the 2-s.e. band is left, on the better side
-    worse = finished_reading("cnp", 0.238, {"ll": -0.300, "ll_se": 0.005, "oracle_ll": 0.568}, [])
+    worse = finished_reading(
+        "cnp", 0.238, {"ll": -0.300, "ll_se_batches": 0.005, "oracle_ll": 0.568}, []
+    )
     assert "0.062 worse than the paper's (12 s.e.): the goal is NOT met" in worse
 
 
 def test_a_missed_goal_reads_the_held_out_curve():
-    cell = {"ll": -0.300, "ll_se": 0.005, "oracle_ll": 0.568}
+    cell = {"ll": -0.300, "ll_se_batches": 0.005, "oracle_ll": 0.568}
     flat = [(70_000, 0.260), (80_000, 0.245), (90_000, 0.228), (100_000, 0.240)]
     text = finished_reading("cnp", 0.238, cell, flat)
     assert "went 0.245 → 0.240 from step 80,000 to 100,000: flattened" in text
@@ -33,7 +37,9 @@ def test_a_missed_goal_reads_the_held_out_curve():
 
 
 def test_a_model_without_a_paper_number_reports_only_the_oracle_gap():
-    text = finished_reading("convcnp", None, {"ll": 0.4, "ll_se": 0.003, "oracle_ll": 0.5}, [])
+    text = finished_reading(
+        "convcnp", None, {"ll": 0.4, "ll_se_batches": 0.003, "oracle_ll": 0.5}, []
+    )
     assert (
         text
         == "convcnp: test NLL -0.400 ± 0.003, 0.100 above the GP oracle (-0.500) on the same tasks."

@@ -54,10 +54,11 @@ def test_a_finished_run_is_scored_once_and_the_cell_reused(tmp_path, monkeypatch
     assert c.test is None and tta.test_score(c) == "—"
     calls = []
 
-    def fake_evaluate(model, cfg, cell):
+    def fake_evaluate(model, cfg, cell, needs=()):
+        assert needs == ("ll_se_batches",)  # a cell stored before the s.e. over batches is redone
         calls.append((cfg.eval.n_batches, cell))
         return type(
-            "M", (), {"as_dict": lambda self: {"ll": 0.5, "ll_se": 0.01, "oracle_ll": 0.6}}
+            "M", (), {"as_dict": lambda self: {"ll": 0.5, "ll_se_batches": 0.01, "oracle_ll": 0.6}}
         )()
 
     monkeypatch.setattr(tta, "cached_evaluate", fake_evaluate)
@@ -76,9 +77,9 @@ def test_the_goal_is_met_only_by_the_test_nll(tmp_path):
     (tmp_path / run).mkdir()
     (tmp_path / run / "metrics.csv").write_text(LOG)
     c = tta.curve("recipe", run, "tnp-kr-full", "x", root=tmp_path)
-    c.test = {"ll": 0.445, "ll_se": 0.002, "oracle_ll": 0.568}
+    c.test = {"ll": 0.445, "ll_se_batches": 0.002, "oracle_ll": 0.568}
     assert tta.goal_verdict(c, 400) == "no: test NLL -0.445 is above it"
-    c.test = {"ll": 0.46, "ll_se": 0.002, "oracle_ll": 0.568}
+    c.test = {"ll": 0.46, "ll_se_batches": 0.002, "oracle_ll": 0.568}
     assert tta.goal_verdict(c, 400) == "yes" and tta.goal_verdict(c, 30_000) == "no"
     assert "at or below the paper's" in tta.reading([c])
 
@@ -127,7 +128,7 @@ def test_a_smaller_batch_is_judged_by_the_tasks_it_has_seen(tmp_path):
     c = tta.curve(recipe, *tta.RECIPES[recipe], root=tmp_path)
     assert c.batch == 16 and c.steps_planned == 50_000
     assert c.protocol_steps(50_000) == 25_000
-    c.test = {"ll": 0.46, "ll_se": 0.002, "oracle_ll": 0.568}
+    c.test = {"ll": 0.46, "ll_se_batches": 0.002, "oracle_ll": 0.568}
     assert tta.goal_verdict(c, 50_000) == "yes" and tta.goal_verdict(c, 50_001) == "no"
     row = tta.table([c])[2]
     assert "| 50,000 of 16 |" in row and "| 400 of 16 |" in row

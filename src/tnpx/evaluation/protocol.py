@@ -31,6 +31,11 @@ class Metrics:
     oracle_ll_se: float | None = None
     gap: float | None = None  # oracle LL - model LL (>= 0 up to noise)
     gap_se: float | None = None
+    # The same standard errors with each test batch as one independent unit: a sampler may
+    # share a batch's context size and input locations among its tasks (the KR protocol's does),
+    # so its tasks are not independent and the s.e. over tasks understates the noise.
+    ll_se_batches: float | None = None
+    gap_se_batches: float | None = None
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -41,6 +46,22 @@ def mean_se(values: torch.Tensor) -> tuple[float, float]:
     n = values.numel()
     se = values.std(unbiased=True).item() / math.sqrt(n) if n > 1 else float("nan")
     return values.mean().item(), se
+
+
+def clustered_mean_se(values: list[torch.Tensor]) -> tuple[float, float]:
+    """Mean over all per-task values and its standard error with each group (a test batch:
+    one ``[tasks]`` tensor of ``values``) as the independent unit: the cluster-robust
+    estimate sqrt(G / (G - 1) * sum_g (S_g - n_g m)^2) / N, for G groups of n_g tasks summing
+    to S_g, N tasks in all, mean m (for equal groups, the s.e. of the groups' means). NaN with
+    fewer than two groups."""
+    sums = torch.stack([v.double().sum() for v in values])
+    sizes = torch.tensor([v.numel() for v in values], dtype=torch.float64)
+    n, groups = sizes.sum(), len(values)
+    mean = sums.sum() / n
+    if groups < 2:
+        return mean.item(), float("nan")
+    spread = ((sums - sizes * mean) ** 2).sum() * groups / (groups - 1)
+    return mean.item(), (spread.sqrt() / n).item()
 
 
 def build_test_sampler(cfg: ExperimentConfig, **data_overrides) -> TaskSampler:
@@ -96,10 +117,13 @@ def evaluate(
     ll = torch.cat(lls).double()
     mean, se = mean_se(ll)
     metrics = Metrics(model.name, ll.numel(), mean, se, torch.cat(covered).mean().item())
+    metrics.ll_se_batches = clustered_mean_se(lls)[1]
     if oracle_lls:
         o = torch.cat(oracle_lls).double()
         metrics.oracle_ll, metrics.oracle_ll_se = mean_se(o)
         metrics.gap, metrics.gap_se = mean_se(o - ll)  # paired over the same tasks
+        gaps = [b.double() - a.double() for a, b in zip(lls, oracle_lls, strict=True)]
+        metrics.gap_se_batches = clustered_mean_se(gaps)[1]
     return metrics
 
 
@@ -129,6 +153,7 @@ def cached_evaluate(
     cell: str | Path,
     *,
     settings: dict | None = None,
+    needs: tuple[str, ...] = (),
     **data_overrides,
 ) -> Metrics:
     """:func:`evaluate` on the experiment's test set (with ``data_overrides``), stored as JSON
@@ -137,11 +162,16 @@ def cached_evaluate(
 
     With ``settings`` (what the numbers depend on, JSON-serialisable) the cell is stored as
     ``{"settings": ..., "metrics": ...}`` so that a caller can later refuse a cell computed
-    under other settings; without, as the metrics alone (the older layout, still read)."""
+    under other settings; without, as the metrics alone (the older layout, still read).
+
+    ``needs``: :class:`Metrics` fields the caller reads that a cell stored before they existed
+    lacks (``"ll_se_batches"``); such a cell is computed again and overwritten."""
     cell = Path(cell)
     if cell.exists():
         stored = json.loads(cell.read_text())
-        return Metrics(**stored.get("metrics", stored))
+        metrics = Metrics(**stored.get("metrics", stored))
+        if all(getattr(metrics, field) is not None for field in needs):
+            return metrics
     metrics = evaluate(model, build_test_sampler(cfg, **data_overrides), cfg.eval.n_batches)
     cell.parent.mkdir(parents=True, exist_ok=True)
     if settings is None:
