@@ -85,6 +85,7 @@ def test_train_eval_plot_smoke(tmp_path):
     assert result["n_tasks"] == 12 and result["oracle_ll"] > result["ll"]
     assert 0 <= result["coverage95"] <= 1
     assert "gp-oracle" in out.stdout
+    assert result["ll_se_batches"] > 0 and "s.e. over test batches" in out.stdout
 
     shifted = _tnpx(
         "eval",

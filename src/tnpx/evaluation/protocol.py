@@ -144,6 +144,14 @@ def format_table(rows: list[Metrics]) -> str:
             f"| gp-oracle | {oracle.n_tasks} | {oracle.oracle_ll:.3f} ± "
             f"{oracle.oracle_ll_se:.3f} | 0 | — |"
         )
+    by_batch = [
+        f"{m.model}: LL ± {m.ll_se_batches:.3f}"
+        + ("" if m.gap_se_batches is None else f", gap ± {m.gap_se_batches:.3f}")
+        for m in rows
+        if m.ll_se_batches is not None
+    ]
+    if by_batch:  # the honest error bar where a batch's tasks share context size or locations
+        lines += ["", f"s.e. over test batches (each batch one unit): {'; '.join(by_batch)}"]
     return "\n".join(lines)
 
 
