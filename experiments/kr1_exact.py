@@ -226,12 +226,12 @@ def finished_reading(
         # Better than the band asks: the paper's accuracy is reached, but the two numbers
         # differ by more than our error bar (one seed here, the paper's mean of 5 seeds).
         verdict = (
-            f"{-diff:.3f} better than the paper's ({-diff / se:.0f} s.e.): the paper's "
+            f"{-diff:.3f} better than the paper's ({-diff / se:.1f} s.e.): the paper's "
             "accuracy is reached, outside the 2-s.e. band on the better side"
         )
     else:
         verdict = (
-            f"{diff:.3f} worse than the paper's ({diff / se:.0f} s.e.): the goal is NOT met"
+            f"{diff:.3f} worse than the paper's ({diff / se:.1f} s.e.): the goal is NOT met"
             + curve_trend(val_curve)
         )
     return (

@@ -17,12 +17,12 @@ def test_a_run_better_than_the_paper_reaches_it_and_one_worse_does_not():
     better = finished_reading(
         "tnp-kr-full", -0.453, {"ll": 0.474, "ll_se_batches": 0.002, "oracle_ll": 0.568}, []
     )
-    assert "0.021 better than the paper's (10 s.e.): the paper's accuracy is reached" in better
+    assert "0.021 better than the paper's (10.5 s.e.): the paper's accuracy is reached" in better
     assert "goal is met" not in better  # the 2-s.e. band is left, on the better side
     worse = finished_reading(
         "cnp", 0.238, {"ll": -0.300, "ll_se_batches": 0.005, "oracle_ll": 0.568}, []
     )
-    assert "0.062 worse than the paper's (12 s.e.): the goal is NOT met" in worse
+    assert "0.062 worse than the paper's (12.4 s.e.): the goal is NOT met" in worse
 
 
 def test_a_missed_goal_reads_the_held_out_curve():
