@@ -122,8 +122,8 @@ def evaluate(
         o = torch.cat(oracle_lls).double()
         metrics.oracle_ll, metrics.oracle_ll_se = mean_se(o)
         metrics.gap, metrics.gap_se = mean_se(o - ll)  # paired over the same tasks
-        gaps = [b.double() - a.double() for a, b in zip(lls, oracle_lls, strict=True)]
-        metrics.gap_se_batches = clustered_mean_se(gaps)[1]
+        per_batch = (o - ll).split([b.numel() for b in lls])  # the same gaps, batch by batch
+        metrics.gap_se_batches = clustered_mean_se(list(per_batch))[1]
     return metrics
 
 
