@@ -293,6 +293,7 @@ def test_benchmark_writes_the_table_and_resumes(tmp_path):
     assert len(json.loads(cell.read_text())["regret"][0]) == 5  # settings changed: re-run
 
 
+@pytest.mark.slow  # the default suite's time (CI's limit): `make test-slow` runs it
 def test_a_cell_of_a_retrained_surrogate_is_re_run(tmp_path):
     """A saved cell records its checkpoint's digest: when the checkpoint at that path is
     another model (retrained), the cell is stale; a cell from before digests is kept."""

@@ -42,7 +42,15 @@ def test_inductor_compiled_prediction_equals_eager():
     assert_close(again.mean, pred.mean)
 
 
-@pytest.mark.parametrize("name", ["tnp", "np", "tnp-nd"])
+# The latent and joint cases take ~3 s each: `make test-slow` runs them (the default suite's time).
+@pytest.mark.parametrize(
+    "name",
+    [
+        "tnp",
+        pytest.param("np", marks=pytest.mark.slow),
+        pytest.param("tnp-nd", marks=pytest.mark.slow),
+    ],
+)
 def test_compiled_keeps_each_models_prediction(name):
     """Latent (mixture) and joint (TNP-ND) predictions pass through too (traced, eager
     backend: the wrapper's plumbing, fast)."""

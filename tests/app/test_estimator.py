@@ -64,6 +64,7 @@ def sine(n: int = 30, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
 
 
 # -- scikit-learn's checks ---------------------------------------------------------------------
+@pytest.mark.slow  # the default suite's time (CI's limit): `make test-slow` runs it
 def test_check_estimator_fails_exactly_the_listed_checks():
     reg = NPRegressor(model=tiny_model, domain=BOX)
     with warnings.catch_warnings():

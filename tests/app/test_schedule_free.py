@@ -114,6 +114,7 @@ def test_resume_matches_uninterrupted(tmp_path):
         torch.testing.assert_close(v, w, rtol=0, atol=0, msg=k)
 
 
+@pytest.mark.slow  # the default suite's time (CI's limit): `make test-slow` runs it
 def test_training_reduces_the_loss(tmp_path):
     fit(_cfg(tmp_path, "optim.lr=3.0e-3", steps=200, log_every=20, val_every=100))
     rows = [r.split(",") for r in (tmp_path / "run" / "metrics.csv").read_text().split()[1:]]

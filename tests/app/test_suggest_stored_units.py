@@ -121,6 +121,7 @@ def test_suggest_finds_the_valley_inside_the_users_bounds(tmp_path, monkeypatch)
     assert_close(negated.mean.reshape(-1), -(2 * Y_LOC - mean))
 
 
+@pytest.mark.slow  # the default suite's time (CI's limit): `make test-slow` runs it
 def test_a_model_without_a_stored_map_keeps_bos_own_maps(tmp_path):
     path = saved(tmp_path, normalisation=None)
     X, Y = observations()

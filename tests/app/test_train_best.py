@@ -60,6 +60,7 @@ def test_patience_stops_a_run_as_finished_and_resume_does_nothing(tmp_path, caps
     assert again.steps_done == 30 and "nothing to do" in capsys.readouterr().out
 
 
+@pytest.mark.slow  # the default suite's time (CI's limit): `make test-slow` runs it
 def test_an_interrupted_run_continues_the_count(tmp_path):
     over = ["optim.lr=1.0e-9"]
     full = fit(_cfg(tmp_path / "a", *over, steps=200, val_every=10, log_every=10, patience=3))

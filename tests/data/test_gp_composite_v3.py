@@ -93,6 +93,7 @@ def test_v3_shapes_and_info_keys():
     assert torch.isfinite(batch.yc).all() and torch.isfinite(batch.yt).all()
 
 
+@pytest.mark.slow  # the default suite's time (CI's limit): `make test-slow` runs it
 def test_v3_task_covariances_are_psd():
     batch = batch_at(sampler(batch_size=64, **V3), 3)
     params = {k: batch.info[k] for k in ("lengthscale", "period", "variance", "envelope")}

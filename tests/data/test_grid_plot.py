@@ -46,6 +46,7 @@ def _model_and_sampler(checkpoint):
     )
 
 
+@pytest.mark.slow  # the default suite's time (CI's limit): `make test-slow` runs it
 def test_tnpx_plot_writes_a_png_of_grid_windows(trained, tmp_path, capsys):
     checkpoint, _ = trained
     out = tmp_path / "windows.png"

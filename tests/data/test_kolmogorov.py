@@ -351,6 +351,7 @@ def test_sampler_validates_config(options, match):
         KolmogorovSampler.from_tensor(torch.zeros(3, 20, 18, 17), KolmogorovConfig())
 
 
+@pytest.mark.slow  # the default suite's time (CI's limit): `make test-slow` runs it
 def test_cli_writes_a_cache_the_sampler_reads(tmp_path):
     from tnpx.cli import main
     from tnpx.data import batch_at, build_sampler

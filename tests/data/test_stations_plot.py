@@ -56,6 +56,7 @@ def _model_and_sampler(checkpoint):
     )
 
 
+@pytest.mark.slow  # the default suite's time (CI's limit): `make test-slow` runs it
 def test_tnpx_plot_writes_a_png_of_station_tasks(trained, tmp_path, capsys):
     out = tmp_path / "stations.png"
     assert main(["plot", str(trained), "--n-tasks", "2", "--out", str(out)]) == 0

@@ -97,6 +97,7 @@ def test_windows_are_square_with_disjoint_nested_contexts():
         real.make_window(field, np.random.default_rng(0), 100_000)
 
 
+@pytest.mark.slow  # the default suite's time (CI's limit): `make test-slow` runs it
 def test_field_gp_beats_a_constant_on_a_smooth_field_in_any_units():
     """A smooth anisotropic field in km and metres: the GP's held-out NLL is far below that of
     the context's mean and std, and rescaling the units rescales its prediction."""

@@ -74,6 +74,7 @@ def test_mt_gp_validates_inputs():
         model.predict_partial(xc, nan_y, xt, torch.ones(2, 5, 2, dtype=torch.bool))
 
 
+@pytest.mark.slow  # the default suite's time (CI's limit): `make test-slow` runs it
 def test_gp_recovers_lengthscale_and_noise():
     x, y = sample_rbf(200, lengthscale=0.5, noise_std=0.1)
     gp, _ = build("gp", n_iterations=200).fit(x, y)
@@ -137,6 +138,7 @@ def test_padded_context_equals_unpadded(case):
         assert_close(padded.stddev[i : i + 1], alone.stddev, atol=1e-5, rtol=1e-4)
 
 
+@pytest.mark.slow  # the default suite's time (CI's limit): `make test-slow` runs it
 @pytest.mark.parametrize("name", ["gp", "mt-gp"])
 def test_partially_observed_points(name):
     """An output marked unobserved is ignored (NaN allowed); all observed = a plain call."""
@@ -244,6 +246,7 @@ def test_mt_gp_round_trip(tmp_path):
     assert torch.equal(predict(model, xc, yc, xt).mean, predict(loaded, xc, yc, xt).mean)
 
 
+@pytest.mark.slow  # the default suite's time (CI's limit): `make test-slow` runs it
 def test_mt_gp_transfers_between_correlated_outputs():
     """y2 = y1 + small noise; output 2 is observed only for x < 0. At x > 0, mt-gp predicts
     output 2 from output 1 (learning a strong positive inter-output correlation); independent

@@ -145,6 +145,7 @@ def test_bad_options_fail_clearly(name, kw, message):
         tnpx.build_model(name, 2, 1, **kw)
 
 
+@pytest.mark.slow  # the default suite's time (CI's limit): `make test-slow` runs it
 def test_te_tnp_rope_trains_and_its_gradients_are_finite():
     torch.manual_seed(0)
     model = tnpx.build_model("te-tnp-rope", 1, 1, dim_model=16, n_layers=2, n_heads=2,

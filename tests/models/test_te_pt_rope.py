@@ -131,6 +131,7 @@ def test_rotary_is_not_te_pt_tnp():
     assert (rope - te).abs().max() > 1e-4
 
 
+@pytest.mark.slow  # the default suite's time (CI's limit): `make test-slow` runs it
 def test_trains_and_its_gradients_are_finite():
     torch.manual_seed(0)
     model = tnpx.build_model("te-pt-tnp-rope", 1, 1, dim_model=16, n_layers=2, n_heads=2,
