@@ -306,6 +306,40 @@ def table(curves: list[Curve]) -> list[str]:
     return rows
 
 
+def paired_rows(curves: list[Curve]) -> list[str]:
+    """Each scored recipe against the protocol run of its model and kernel, on the same test
+    tasks. Their NLL difference is the difference of their gaps to the GP oracle (the oracle
+    cancels), so its s.e. over batches is at most the sum of the two gaps' s.e.
+    (sd(a - b) <= sd(a) + sd(b)): a bound from the cells' summaries, far below either NLL's
+    own s.e., because the tasks' difficulty cancels too. Empty when no pair is scored."""
+    protocol = {(c.model, c.kernel): c for c in curves if c.recipe.startswith("protocol")}
+    rows = []
+    for c in curves:
+        base = protocol.get((c.model, c.kernel))
+        if c is base or base is None or c.test is None or base.test is None:
+            continue
+        if abs(c.test["oracle_ll"] - base.test["oracle_ll"]) > 1e-9:  # not the same tasks
+            raise ValueError(f"{c.recipe} and {base.recipe} were scored on different test tasks")
+        diff = c.test_nll() - base.test_nll()
+        bound = c.test["gap_se_batches"] + base.test["gap_se_batches"]
+        rows.append(
+            f"| {c.recipe} | {base.recipe} | {diff:+.3f} | ≤ {bound:.4f} "
+            f"| {abs(diff) / bound:.0f} |"
+        )
+    if not rows:
+        return []
+    return [
+        "Paired on the same test tasks: each recipe's test NLL minus its model's protocol "
+        "run's (positive: the recipe is worse), with a bound on the difference's s.e. over "
+        "batches (the sum of the two gaps' s.e.; see `paired_rows`):",
+        "",
+        "| recipe | against | NLL difference | s.e. of the difference | s.e.s apart (at least) |",
+        "| --- | --- | ---: | ---: | ---: |",
+        *rows,
+        "",
+    ]
+
+
 def plot(curves: list[Curve], path: Path) -> None:
     """One row of panels per kernel, and the CNP apart (its NLL lives far above the TNPs'):
     NLL against steps, core-hours and TFLOPs, the paper's NLL dashed."""
@@ -381,6 +415,7 @@ def main(argv: list[str] | None = None) -> int:
             "",
             *table(curves),
             "",
+            *paired_rows(curves),
             *([f"Not run yet: {', '.join(missing)}.", ""] if missing else []),
             "![curves](curves.png)",
             "",
