@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -211,15 +212,16 @@ def finished(name: str) -> bool:
 
 
 def tidy(names: list[str]) -> list[str]:
-    """Delete the training state (``checkpoints/``) of each finished run; returns their names.
-    A finished run's ``model.pt`` records its steps and seconds (``tnpx runs`` reads them)."""
+    """Delete the training state (``checkpoints/``) and TensorBoard log (``tensorboard/``, the
+    same numbers as ``metrics.csv``) of each finished run, so it keeps its config, metrics and
+    ``model.pt`` only; returns their names. A finished run's ``model.pt`` records its steps and
+    seconds (``tnpx runs`` reads them)."""
     tidied = []
     for name in names:
         state = FOLDER / name / "checkpoints"
         if finished(name) and state.is_dir():
-            for path in state.iterdir():
-                path.unlink()
-            state.rmdir()
+            shutil.rmtree(state)
+            shutil.rmtree(FOLDER / name / "tensorboard", ignore_errors=True)
             tidied.append(name)
     return tidied
 

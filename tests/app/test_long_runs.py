@@ -123,7 +123,10 @@ def test_a_finished_run_needs_only_its_model_config_and_metrics(tmp_path, monkey
     run = tmp_path / "run"
     before = run_status(run)
     monkeypatch.setattr(long_runs, "FOLDER", tmp_path)
-    assert long_runs.tidy(["run", "missing"]) == ["run"] and not (run / "checkpoints").exists()
+    (run / "tensorboard").mkdir(exist_ok=True)  # written when tensorboard is installed
+    (run / "tensorboard" / "events").write_text("")
+    assert long_runs.tidy(["run", "missing"]) == ["run"]
+    assert sorted(p.name for p in run.iterdir()) == ["config.yaml", "metrics.csv", "model.pt"]
     after = run_status(run)  # from model.pt's recorded totals
     assert (after.finished, after.steps_done) == (True, 20)
     assert after.train_hours >= before.train_hours > 0  # model.pt is written after last.pt
