@@ -3,7 +3,6 @@ summed from the logged speeds, FLOPs counted per step), where it reaches the pap
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 from experiments import time_to_accuracy as tta
@@ -141,7 +140,7 @@ def test_a_smaller_batch_is_judged_by_the_tasks_it_has_seen(tmp_path):
 
 def test_a_recipe_is_set_against_its_protocol_run_on_the_same_tasks(tmp_path):
     """The paired difference is the two test NLLs' difference; its s.e. bound is the sum of the
-    two gaps' s.e. (the oracle's noise cancels), which holds for any per-batch values; cells
+    two gaps' s.e. (the oracle's noise cancels); cells
     scored on other tasks (another oracle NLL) are refused, and an unscored pair gives no rows."""
     for run in ("kr1-rbf-tnp-kr-full", "tta-kr1-rbf-tnp-kr-full-adamw1e3-25k"):
         (tmp_path / run).mkdir()
@@ -159,13 +158,6 @@ def test_a_recipe_is_set_against_its_protocol_run_on_the_same_tasks(tmp_path):
         "| +0.017 | ≤ 0.0011 | 15.4 |"
     )
     assert sum(r.startswith("| adamw") for r in rows) == 1  # the protocol is not set against itself
-
-    # The bound is the triangle inequality on per-batch gaps: check it on made-up batches.
-    gen = np.random.default_rng(0)
-    oracle = gen.normal(size=500)
-    a, b = oracle - 0.1 + 0.05 * gen.normal(size=500), oracle - 0.12 + 0.03 * gen.normal(size=500)
-    se = lambda v: v.std(ddof=1) / np.sqrt(len(v))  # noqa: E731
-    assert se(a - b) <= se(oracle - a) + se(oracle - b) and se(a - b) < 0.2 * se(a)
 
     recipe.test["oracle_ll"] = 0.570
     with pytest.raises(ValueError, match="different test tasks"):
