@@ -302,8 +302,9 @@ def write_report(
     zoo: Path, out: Path, runs: Path, command: str, commit: str, readme: Path | None = None
 ) -> tuple[Path, dict[str, dict]]:
     """Write ``out/zoo.md``, ``out/zoo.json`` (the cards as reported) and ``out/zoo.png``
-    (:func:`plot_gaps`), and the zoo table of ``readme`` when given
-    (:func:`experiments.zoo_readme.write_readme`); return the report's path and the 1D cards."""
+    (:func:`plot_gaps`), and the zoo tables of ``readme`` when given, the 2D one once a 2D
+    card exists (:func:`experiments.zoo_readme.write_readme`); return the report's path and the
+    1D cards."""
     cards = with_priors(zoo_cards(zoo), zoo)
     if not cards:
         raise ValueError(f"{zoo}: no gp1d-* cards to report")
@@ -318,5 +319,5 @@ def write_report(
     (out / f"{REPORT}.md").write_text(text)
     (out / f"{REPORT}.json").write_text(json.dumps({**cards, **cards_2d}, indent=1) + "\n")
     if readme is not None:
-        write_readme(readme, cards)
+        write_readme(readme, cards, cards_2d)
     return out / f"{REPORT}.md", cards

@@ -11,6 +11,12 @@ def pm(entry: dict, key: str = "gap") -> str:
     return f"{entry[key]:.3f} ± {entry[f'{key}_se']:.3f}"
 
 
+def shift_cell(row: dict) -> str:
+    """A 2D card's shift row (``shifts.conditions[name]``): the model's LL, the oracle's in
+    brackets."""
+    return f"{row['ll'][0]:.3f} ({row['oracle_ll'][0]:.3f})"
+
+
 def generation(name: str) -> int:
     """The zoo generation of 1D model ``name``: 3 for ``gp1d-v3-*``, 2 for ``gp1d-v2-*``, else 1."""
     return next((g for g in (3, 2) if name.startswith(f"gp1d-v{g}-")), 1)

@@ -1,6 +1,7 @@
-"""experiments/zoo_readme.py: the README's zoo table is the zoo report's, and the report's cards
-are the shipped ones (so a model shipped without `python -m experiments.pretrained --report`
-fails here), and the table is written between its markers and nowhere else."""
+"""experiments/zoo_readme.py: the README's zoo tables (1D, and 2D once one ships) are the zoo
+report's, and the report's cards are the shipped ones (so a model shipped without
+`python -m experiments.pretrained --report` fails here), and each table is written between its
+markers and nowhere else."""
 
 from __future__ import annotations
 
@@ -10,7 +11,16 @@ import pytest
 
 import tnpx
 from experiments.pretrained_eval import ROOT
-from experiments.zoo_readme import BEGIN, END, readme_rows, readme_table, write_readme
+from experiments.zoo_readme import (
+    BEGIN,
+    BEGIN_2D,
+    END,
+    END_2D,
+    readme_rows,
+    readme_table,
+    readme_table_2d,
+    write_readme,
+)
 from tnpx.zoo import model_card
 
 REPORT = ROOT / "results" / "pretrained" / "zoo.json"
@@ -21,8 +31,63 @@ def _reported_1d() -> dict[str, dict]:
     return {name: c for name, c in cards.items() if c.get("dim_x", 1) == 1}
 
 
+def _reported_2d() -> dict[str, dict]:
+    cards = json.loads(REPORT.read_text())
+    return {name: c for name, c in cards.items() if c.get("dim_x", 1) == 2}
+
+
 def test_the_readme_table_is_the_zoo_reports():
     assert readme_rows(ROOT / "README.md") == readme_table(_reported_1d())
+
+
+def test_the_readme_2d_table_is_the_zoo_reports():
+    """No 2D table before a 2D model is reported; the report's table once one is."""
+    rows = readme_rows(ROOT / "README.md", BEGIN_2D, END_2D)
+    assert rows == readme_table_2d(_reported_2d())
+
+
+def _card_2d(name: str, gap: float, widths: float) -> dict:
+    """A 2D card with the fields the README's 2D table reads (the pipeline's schema:
+    tests/experiments/test_pretrained_ship_2d.py)."""
+    shifts = {
+        n: {"name": n, "ll": [ll, 0.02], "oracle_ll": [ll + gap, 0.02]}
+        for n, ll in [("unshifted", -0.7), ("translated +10", -0.71), ("density x2", -0.5)]
+    }
+    return {
+        "name": name, "model": "te-tnp-rope", "params": 338_802, "steps": 18_000,
+        "batch_size": 16, "dim_x": 2, "eval": {"gap": gap, "gap_se": 0.01},
+        "shifts": {"conditions": shifts}, "safe_range": {"widths": widths},
+    }  # fmt: skip
+
+
+def test_the_2d_table_is_written_between_its_markers_best_first(tmp_path):
+    cards_2d = {"gp2d-b": _card_2d("gp2d-b", 0.4, 0), "gp2d-a": _card_2d("gp2d-a", 0.3, 1.5)}
+    readme = tmp_path / "README.md"
+    readme.write_text(f"{BEGIN}\n{END}\n\nmiddle\n{BEGIN_2D}\n| old |\n{END_2D}\nafter\n")
+    write_readme(readme, _reported_1d(), cards_2d)
+    rows = readme_rows(readme, BEGIN_2D, END_2D)
+    assert rows == readme_table_2d(cards_2d) and "| old |" not in readme.read_text()
+    table = "\n".join(rows)
+    assert readme.read_text().endswith(f"middle\n{BEGIN_2D}\n{table}\n{END_2D}\nafter\n")
+    assert rows[0].count("|") == rows[1].count("|") == rows[2].count("|") == 8  # 7 columns
+    assert rows[2] == (
+        "| `gp2d-a` | TE-TNP with rotary attention, 339k parameters, 18,000 steps of 16 on the "
+        "2D composite prior | 0.300 ± 0.010 | -0.700 (-0.400) | -0.710 (-0.410) | "
+        "-0.500 (-0.200) | 1.5 context widths |"
+    )
+    assert rows[3].startswith("| `gp2d-b` |") and rows[3].endswith("| the context's range |")
+
+
+def test_a_2d_card_needs_the_2d_markers_and_the_readme_is_left_alone(tmp_path):
+    readme = tmp_path / "README.md"
+    text = f"{BEGIN}\n{END}\n"
+    readme.write_text(text)
+    write_readme(readme, _reported_1d(), {})  # no 2D card: no 2D markers needed
+    written = readme.read_text()
+    with pytest.raises(ValueError, match="2D zoo table"):
+        write_readme(readme, _reported_1d(), {"gp2d-a": _card_2d("gp2d-a", 0.3, 1)})
+    assert readme.read_text() == written
+    assert readme_rows(readme, BEGIN_2D, END_2D) == []
 
 
 def test_the_zoo_report_has_every_shipped_1d_model_as_shipped():
