@@ -50,6 +50,8 @@ V3 = ["gp1d-v3-tnp", "gp1d-v3-te-tnp-rope"]
 STAGES = {name: [name, f"{name}-far"] for name in V2}
 # The v3 models are fine-tuned from the v2 ones' last stage on the v3 prior (their configs).
 STAGES |= {name: [*STAGES[name.replace("-v3-", "-v2-")], name] for name in V3}
+# The 2D model: its second stage as the 1D models' (experiments/pretrained_ship_2d.py ships it).
+STAGES["gp2d-te-tnp-rope"] = ["gp2d-te-tnp-rope", "gp2d-te-tnp-rope-far"]
 MAX_BYTES = 5_000_000  # a shipped checkpoint (issue 20)
 CHECK_BATCHES = 2  # the check evaluation tests/app/test_zoo.py repeats
 INTERIM_BATCHES = 8  # 128 tasks per prior (32 per kernel): a progress check, not a result

@@ -63,6 +63,11 @@ def trained_on(cfg: ExperimentConfig) -> str:
         f"U[0, pi)), weights log-U{c.component_weight}, output std log-U{c.output_scale_range}, "
         f"noise std log-U{c.noise_range} times it; {c.min_ctx}–{c.max_ctx} context points on "
         f"{c.box}², {c.n_tgt} targets on {c.tgt_box}²"
+        + (
+            f"; {c.context_scaling:g} of the tasks mapped as tnpx.predict maps a user's table"
+            if c.context_scaling
+            else ""
+        )
     )
 
 

@@ -29,7 +29,14 @@ from experiments.pretrained_ship import (
     shipped_run,
 )
 from experiments.pretrained_zoo_2d import zoo_cards_2d, zoo_section
-from experiments.zoo_format import generation, pm, real_section, safe_cells
+from experiments.zoo_format import (
+    generation,
+    pm,
+    real_section,
+    safe_cells,
+    stage_steps,
+    train_hours,
+)
 from experiments.zoo_goals import goals_section
 from experiments.zoo_readme import write_readme
 from tnpx.checkpoint import load
@@ -91,9 +98,7 @@ def summary_rows(cards: dict[str, dict]) -> list[str]:
     ]
     for name, c in cards.items():
         a = c["eval"]
-        seconds = c.get("train_s_total", c.get("train_s"))
-        hours = f"{seconds / 3600:.1f} h" if seconds else "—"
-        steps = " + ".join(f"{st['steps']:,}" for st in [*c.get("stages", []), c])
+        hours, steps = train_hours(c), stage_steps(c)
         met = "met" if a["gap"] <= TARGET_GAP else f"missed by {a['gap'] - TARGET_GAP:.3f}"
         others = " | ".join(
             f"{pm(c[key], 'll')} | {pm(c[key])}{' *' if c[key].get('computed_here') else ''}"

@@ -7,7 +7,14 @@ import json
 from pathlib import Path
 
 from experiments.pretrained_ship_2d import real_fields_summary
-from experiments.zoo_format import pm, real_section, safe_cells, shift_cell
+from experiments.zoo_format import (
+    pm,
+    real_section,
+    safe_cells,
+    shift_cell,
+    stage_steps,
+    train_hours,
+)
 
 
 def zoo_cards_2d(zoo: Path) -> dict[str, dict]:
@@ -28,11 +35,10 @@ def summary_rows(cards: dict[str, dict]) -> list[str]:
     ]
     for name, c in cards.items():
         e, moved = c["eval"], c["shifts"]["conditions"]
-        hours = f"{c['train_s'] / 3600:.1f} h" if c["train_s"] else "—"
         cells = [shift_cell(moved[n]) for n in names]
         rows.append(
-            f"| `{name}` | {c['model']} | {c['params']:,} | {c['steps']:,} ({c['batch_size']}) "
-            f"| {hours} | {pm(e, 'll')} | {e['oracle_ll']:.3f} | {pm(e)} | "
+            f"| `{name}` | {c['model']} | {c['params']:,} | {stage_steps(c)} ({c['batch_size']}) "
+            f"| {train_hours(c)} | {pm(e, 'll')} | {e['oracle_ll']:.3f} | {pm(e)} | "
             + " | ".join(cells)
             + f" | {safe_cells(c)} | `{c['commit']}` |"
         )

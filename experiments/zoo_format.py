@@ -11,6 +11,17 @@ def pm(entry: dict, key: str = "gap") -> str:
     return f"{entry[key]:.3f} ± {entry[f'{key}_se']:.3f}"
 
 
+def stage_steps(card: dict) -> str:
+    """A card's training steps, stage by stage (``100,000 + 20,000``: ``stages``, then its own)."""
+    return " + ".join(f"{st['steps']:,}" for st in [*card.get("stages", []), card])
+
+
+def train_hours(card: dict) -> str:
+    """A card's training time over every stage, in hours ("—" where not recorded)."""
+    seconds = card.get("train_s_total", card.get("train_s"))
+    return f"{seconds / 3600:.1f} h" if seconds else "—"
+
+
 def shift_cell(row: dict) -> str:
     """A 2D card's shift row (``shifts.conditions[name]``): the model's LL, the oracle's in
     brackets."""

@@ -102,13 +102,16 @@ def test_prefetching_batches_changes_no_number(tmp_path):
 def test_every_long_run_checkpoint_fits_in_a_commit(tmp_path, name):
     """A long run commits ``checkpoints/last.pt`` after every slice, and a committed checkpoint
     may take at most 5 MB: save a real one (weights and optimiser state after one step) of
-    every registered run's config and measure it."""
+    every registered run's config and measure it. A later stage starts from random weights here
+    (``train.init_from`` unset): its size is its shapes', and its first stage may not be
+    finished yet."""
     config, overrides = long_runs.RUNS[name]
     out = tmp_path / "run"
     cfg = load_config(
         long_runs.ROOT / config,
-        [*overrides, f"train.out_dir={out}", "train.progress=false", "data.batch_size=2"],
-    )
+        [*overrides, f"train.out_dir={out}", "train.progress=false", "data.batch_size=2",
+         "train.init_from=null"],
+    )  # fmt: skip
     fit(cfg, stop_at=1)
     size = (out / "checkpoints" / "last.pt").stat().st_size
     assert size <= 5_000_000, f"{name}: a checkpoint takes {size / 1e6:.1f} MB (limit 5 MB)"
@@ -142,17 +145,23 @@ def test_a_finished_run_needs_only_its_model_config_and_metrics(tmp_path, monkey
 
 class _FakeRuns:
     """A wall clock that each ``sleep`` advances, and training processes that exit when their
-    run ends (``ends``: seconds after starting) or their ``--max-minutes`` runs out."""
+    run ends (``ends``: seconds after starting; then it is in ``done``) or their
+    ``--max-minutes`` runs out."""
 
     def __init__(self, ends: dict[str, float]):
         self.now, self.ends, self.procs = 0.0, ends, []
         self.started: dict[str, tuple[float, float]] = {}  # name -> (minute, budget)
+        self.done: set[str] = set()
 
     def popen(self, cmd, **kwargs):
         name, budget = cmd[0], float(cmd[cmd.index("--max-minutes") + 1])
         self.started[name] = (self.now / 60, budget)
+        ends = self.ends[name] <= 60 * budget
         proc = SimpleNamespace(
-            returncode=None, stop_at=self.now + min(self.ends[name], 60 * budget)
+            name=name,
+            ends=ends,
+            returncode=None,
+            stop_at=self.now + min(self.ends[name], 60 * budget),
         )
         proc.poll = lambda: proc.returncode
         self.procs.append(proc)
@@ -163,19 +172,25 @@ class _FakeRuns:
         for proc in self.procs:
             if proc.returncode is None and self.now >= proc.stop_at:
                 proc.returncode = 0
+                if proc.ends:
+                    self.done.add(proc.name)
 
 
 @pytest.fixture
 def fake_runs(tmp_path, monkeypatch):
+    """``advance(names, minutes, parallel, ends, needs={})`` on fake runs (``needs``: a run ->
+    the run it is fine-tuned from), returning the :class:`_FakeRuns`."""
     monkeypatch.setattr(long_runs, "FOLDER", tmp_path)
-    monkeypatch.setattr(long_runs, "finished", lambda name: False)
     monkeypatch.setattr(long_runs, "tidy", lambda names: [])
     monkeypatch.setattr(
         long_runs, "command", lambda name, minutes: [name, "--max-minutes", str(minutes)]
     )
 
-    def advance(names, minutes, parallel, ends):
+    def advance(names, minutes, parallel, ends, needs=None, done=()):
         runs = _FakeRuns(ends)
+        runs.done.update(done)
+        monkeypatch.setattr(long_runs, "finished", lambda name: name in runs.done)
+        monkeypatch.setattr(long_runs, "prerequisite", lambda name: (needs or {}).get(name))
         long_runs.advance(
             names, minutes, parallel, popen=runs.popen, clock=lambda: runs.now, sleep=runs.sleep
         )
@@ -193,6 +208,35 @@ def test_advance_shares_one_budget_over_the_queue(fake_runs):
     assert 10 <= at < 10.2 and at + budget == pytest.approx(20, abs=0.1)
     assert "d" not in runs.started  # no slot freed before the budget ran out
     assert runs.now <= 20 * 60 + 10
+
+
+def test_a_later_stage_waits_for_the_run_it_starts_from(fake_runs, capsys):
+    """A fine-tune starts when its first stage finishes, even with a slot free before; one
+    whose first stage this call will not finish is skipped, and the queue goes on."""
+    needs = {"far": "first", "orphan": "elsewhere"}
+    ends = {"first": 600, "far": 1e9, "orphan": 1e9, "other": 1e9}
+    runs = fake_runs(["first", "far", "orphan", "other"], 30, 2, ends, needs)
+    assert runs.started["first"][0] == 0.0 and runs.started["other"][0] == 0.0
+    assert 10 <= runs.started["far"][0] < 10.2  # the moment "first" finished, not before
+    assert "orphan" not in runs.started
+    assert "orphan: skipped; it starts from elsewhere, unfinished" in capsys.readouterr().out
+    # a first stage finished in an earlier call: its fine-tune starts at once
+    again = fake_runs(["far", "other"], 30, 2, ends, needs, done={"first"})
+    assert again.started["far"][0] == 0.0
+    # one whose first stage stops unfinished (the budget ran out) never starts
+    short = fake_runs(["first", "far"], 5, 2, ends, needs)
+    assert list(short.started) == ["first"]
+
+
+def test_the_registered_stages_name_the_runs_they_start_from():
+    assert long_runs.prerequisite("gp2d-te-tnp-rope-far") == "gp2d-te-tnp-rope"
+    assert long_runs.prerequisite("gp1d-v2-tnp-far") == "gp1d-v2-tnp"
+    assert long_runs.prerequisite("gp1d-v3-te-tnp-rope") == "gp1d-v2-te-tnp-rope-far"
+    assert long_runs.prerequisite("kr1-rbf-tnp-kr-full") is None
+    order = long_runs.ORDER
+    for name in order:  # a bare `advance` never queues a stage before the run it starts from
+        first = long_runs.prerequisite(name)
+        assert first is None or first not in order or order.index(first) < order.index(name)
 
 
 def test_advance_starts_nothing_with_less_than_the_least_slice_left(fake_runs):

@@ -59,3 +59,39 @@ def test_the_sampler_option():
     assert torch.allclose(on.yc.mean(1), torch.zeros(16, 1), atol=1e-5)
     with pytest.raises(ValueError, match="context_scaling must lie in"):
         build_sampler("gp", 4, 0, **GP, context_scaling=1.5)
+
+
+GP2D = dict(min_ctx=5, max_ctx=30, n_tgt=20, tgt_box=[-6.0, 6.0])
+
+
+def test_the_2d_sampler_maps_each_input_column_as_predict_does():
+    """gp2d-composite's option: the same tasks as without it, each mapped by predict's unit
+    maps with two input columns (each column's context range onto the box)."""
+    raw = batch_at(build_sampler("gp2d-composite", 6, 2, **GP2D), 1)
+    on = batch_at(build_sampler("gp2d-composite", 6, 2, **GP2D, context_scaling=1.0), 1)
+    for b in range(6):
+        xc, yc = raw.xc[b].double().numpy(), raw.yc[b].double().numpy()
+        xt, yt = raw.xt[b].double().numpy(), raw.yt[b].double().numpy()
+        units, _ = fit_units(xc, yc, xt, ["e", "n"], ["y"], (-2.0, 2.0), None, True, None)
+        for got, want in [
+            (on.xc[b], units.inputs(xc)),
+            (on.yc[b], units.outputs(yc)),
+            (on.xt[b], units.inputs(xt)),
+            (on.yt[b], units.outputs(yt)),
+        ]:
+            np.testing.assert_allclose(got.double().numpy(), want, rtol=1e-5, atol=1e-5)
+        for axis in range(2):  # each column on its own
+            assert on.xc[b, :, axis].min() == pytest.approx(-2.0, abs=1e-5)
+            assert on.xc[b, :, axis].max() == pytest.approx(2.0, abs=1e-5)
+    assert on.info == {} and "transform" in raw.info
+
+
+def test_the_2d_sampler_without_the_option_draws_the_same_batches():
+    raw = batch_at(build_sampler("gp2d-composite", 8, 3, **GP2D), 0)
+    off = batch_at(build_sampler("gp2d-composite", 8, 3, **GP2D, context_scaling=0.0), 0)
+    assert torch.equal(raw.xc, off.xc) and torch.equal(raw.yt, off.yt) and "kernel" in off.info
+    half = batch_at(build_sampler("gp2d-composite", 8, 3, **GP2D, context_scaling=0.5), 0)
+    kept = (half.xc == raw.xc).all(2).all(1)  # the tasks left raw are bit for bit the same
+    assert 0 < int(kept.sum()) < 8  # this seed maps some tasks and leaves others
+    with pytest.raises(ValueError, match="context_scaling must lie in"):
+        build_sampler("gp2d-composite", 4, 0, **GP2D, context_scaling=-0.1)

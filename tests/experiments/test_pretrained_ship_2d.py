@@ -39,6 +39,8 @@ from tnpx.zoo import HERE
 
 NAME = "gp2d-te-tnp-rope"  # the zoo name (and long run) --ship knows
 CONFIG = ROOT / "configs" / f"pretrained-{NAME}.yaml"
+FAR = f"{NAME}-far"  # its second stage's long run: --ship gp2d-te-tnp-rope ships this one
+FAR_CONFIG = ROOT / "configs" / f"pretrained-{FAR}.yaml"
 TINY = [
     "model.dim_model=16", "model.n_layers=1", "model.n_heads=2", "model.dim_head=8",
     "model.dim_ff=16", "data.batch_size=2", "data.max_ctx=20", "data.n_tgt=16",
@@ -75,12 +77,15 @@ def test_the_2d_profile_draws_targets_three_widths_beyond_the_box_on_both_axes()
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
-    """A long-runs folder: the tiny run finished as ``gp2d-te-tnp-rope``, and one stopped
-    after its first step (``gp2d-unfinished``)."""
+    """A long-runs folder: the tiny run finished as ``gp2d-te-tnp-rope``, its second stage
+    (``gp2d-te-tnp-rope-far``, from its config, fine-tuned from its model.pt) finished too, and
+    one stopped after its first step (``gp2d-unfinished``)."""
     torch.set_num_threads(1)
     root = tmp_path_factory.mktemp("long-runs")
     for name, seconds in ((NAME, None), ("gp2d-unfinished", 1e-9)):
         fit(load_config(CONFIG, [*TINY, f"train.out_dir={root / name}"]), max_seconds=seconds)
+    far = [*TINY, f"train.out_dir={root / FAR}", f"train.init_from={root / NAME / 'model.pt'}"]
+    fit(load_config(FAR_CONFIG, far))
     return root
 
 
@@ -113,7 +118,7 @@ def test_the_card_has_the_common_fields_and_the_2d_scores(shipped, runs):
     assert card["params"] == sum(p.numel() for p in model.parameters()) and card["dim_x"] == 2
     assert card["finished"] and card["steps"] == card["steps_planned"] == 4
     assert card["train_s"] > 0 and card["eval_s"] > 0 and card["commit"] == "abc1234"
-    assert f"--runs {NAME} --minutes M" in card["train_command"]
+    assert f"--runs {NAME} {FAR} --minutes M" in card["train_command"]  # both stages
     assert card["config"] == str(runs / NAME / "config.yaml")
     assert card["trained_on"].startswith("2D GPs: per task a sum of a smooth RBF")
     assert "10–20 context points on [-2.0, 2.0]², 16 targets" in card["trained_on"]
@@ -268,18 +273,25 @@ def test_cli_ships_the_2d_run_and_zoo_md_gains_its_table(runs, tmp_path, capsys,
     assert pretrained.main(["--ship", NAME, *args]) == 0
     assert f"shipped {NAME} (4 steps) into {zoo}: prior gap" in capsys.readouterr().out
     card = json.loads((zoo / f"{NAME}.json").read_text())
-    assert card["config"] == f"configs/pretrained-{NAME}.yaml"  # the long run's (long_runs.RUNS)
+    # the last stage's run and config (long_runs.RUNS), the first recorded as an earlier stage
+    assert card["config"] == f"configs/pretrained-{FAR}.yaml" and card["run"].endswith(FAR)
+    assert [st["run"].rsplit("/", 1)[-1] for st in card["stages"]] == [NAME]
+    assert card["steps_total"] == 8 and "targets on [-6.0, 6.0]²" in card["trained_on"]
+    assert "0.5 of the tasks mapped as tnpx.predict maps" in card["trained_on"]
+    saved = read_checkpoint(runs / FAR / "model.pt")["state_dict"]
+    for key, value in read_checkpoint(zoo / f"{NAME}.pt")["state_dict"].items():
+        assert torch.equal(value, saved[key]), key
     assert list(card["shifts"]["conditions"]) == CONDITIONS
     text = (out / "zoo.md").read_text()
     assert text.startswith("# The 1D zoo") and "## The 2D zoo" in text
     e, rows = card["eval"], card["shifts"]["conditions"]
     cells = " | ".join(f"{r['ll'][0]:.3f} ({r['oracle_ll'][0]:.3f})" for r in rows.values())
     row = (
-        f"| `{NAME}` | te-tnp-rope | {card['params']:,} | 4 (2) | — | {e['ll']:.3f} ± "
+        f"| `{NAME}` | te-tnp-rope | {card['params']:,} | 4 + 4 (2) | — | {e['ll']:.3f} ± "
         f"{e['ll_se']:.3f} | {e['oracle_ll']:.3f} | {e['gap']:.3f} ± {e['gap_se']:.3f} | {cells} "
         f"| {card['safe_range']['widths']:g} | {card['safe_range']['hard_limit']:g} |"
     )
-    assert row.replace("| — |", f"| {card['train_s'] / 3600:.1f} h |") in text
+    assert row.replace("| — |", f"| {card['train_s_total'] / 3600:.1f} h |") in text
     assert "| translated +10 LL (oracle) |" in text
     for n in (30, 100):
         assert f"Zero-shot on measured fields, {n} context points" in text

@@ -26,6 +26,12 @@ to ``scale * l`` (the same function on a domain ``scale`` times wider, so with t
 of points their density changes by ``scale²``). Both leave the function values of a seed's
 tasks as they are: only where they sit changes.
 
+``context_scaling = p``: each task is then, with probability ``p``, mapped as :func:`tnpx.predict`
+maps a user's table (each input column's context range onto ``box``, the outputs standardised
+by the context; :mod:`tnpx.data.context_scaling`), so that a model learns its std beyond the
+context in the units ``predict`` works in. A mapped task's ``info`` is empty (the oracle's
+hyper-parameters no longer describe it); ``p = 0`` draws nothing more.
+
 ``Batch.info``: ``kernel`` ``[batch, N_COMPONENTS]`` (indices into :data:`tnpx.kernels.KERNELS`),
 ``lengthscales`` ``[batch, N_COMPONENTS, 2]`` (``l1``, ``l2``, shift and scale applied),
 ``angle`` ``[batch, N_COMPONENTS]``, ``transform`` ``[batch, N_COMPONENTS, 2, 2]`` (the maps
@@ -44,6 +50,7 @@ from ..batch import Batch
 from ..kernels import KERNELS, canonical_kernel
 from ..kernels_anisotropic import anisotropic_kernel_matrix, transform_matrix
 from .base import uniform
+from .context_scaling import choose_tasks, scale_like_predict
 from .gp_composite import _log_uniform
 
 N_COMPONENTS = 2  # smooth, rough: the slots of a task's kernel
@@ -72,6 +79,10 @@ class GP2DCompositeConfig:
     max_ctx: int = 1000
     shift: float = 0.0
     scale: float = 1.0
+    # Probability that a task is mapped as tnpx.predict maps a user's table (each input column's
+    # context range onto the box, outputs standardised by the context): data/context_scaling.
+    # 0 draws nothing more, so the batches are those of a config without it.
+    context_scaling: float = 0.0
 
 
 class GP2DCompositeSampler:
@@ -110,6 +121,8 @@ class GP2DCompositeSampler:
             raise ValueError(f"need n_tgt, n_grid >= 0 and some targets, got {c.n_tgt}, {c.n_grid}")
         if not c.scale > 0:
             raise ValueError(f"scale must be positive, got {c.scale}")
+        if not 0 <= c.context_scaling <= 1:
+            raise ValueError(f"context_scaling must lie in [0, 1], got {c.context_scaling}")
         rough = [canonical_kernel(k) for k in c.rough_kernels]
         if not rough or "periodic" in rough:
             raise ValueError(f"rough_kernels: one or more of {KERNELS[:4]}, got {c.rough_kernels}")
@@ -184,7 +197,11 @@ class GP2DCompositeSampler:
         y_all = f_all + noise * torch.randn(f_all.shape, generator=g, dtype=torch.float64)
         f32 = torch.float32
         yc, yt = y_all[:, :n_ctx].to(f32), y_all[:, n_ctx:].to(f32)
-        return Batch(xc.to(f32), yc, xt.to(f32), yt, info=hyper)
+        batch = Batch(xc.to(f32), yc, xt.to(f32), yt, info=hyper)
+        if c.context_scaling > 0:  # drawn last: the tasks themselves are those drawn without
+            chosen = choose_tasks(g, b, c.context_scaling)
+            batch = scale_like_predict(batch, self.input_domain, chosen)
+        return batch
 
 
 def _sample_field(g: torch.Generator, hyper: dict[str, torch.Tensor], x: torch.Tensor):

@@ -66,7 +66,7 @@ def profile_targets(cfg: ExperimentConfig) -> dict:
     :data:`PROFILE_TARGETS`; for ``gp2d-composite`` the same reach in 2D, targets uniform on
     the context box widened by ``DEFAULT_EDGES[-1]`` of its widths on every side (``[-2, 2]²``
     -> ``[-14, 14]²``: distance is the largest over the columns, so a box, not a ring), as many
-    targets and no target grid. Its prior's 10 or more context points need no floor.
+    targets, no target grid and raw draws. Its prior's 10 or more context points need no floor.
 
     Raises:
         ValueError: ``cfg`` trains on none of these priors.
@@ -81,7 +81,12 @@ def profile_targets(cfg: ExperimentConfig) -> dict:
 
     low, high = cfg.data_options(test=True).get("box", GP2DCompositeConfig().box)
     reach = DEFAULT_EDGES[-1] * (high - low)
-    return {"tgt_box": [low - reach, high + reach], "n_tgt": PROFILE_TARGETS["n_tgt"], "n_grid": 0}
+    return {
+        "tgt_box": [low - reach, high + reach],
+        "n_tgt": PROFILE_TARGETS["n_tgt"],
+        "n_grid": 0,
+        "context_scaling": 0.0,  # raw prior draws, as the 1D profiles'
+    }
 
 
 def prior_profile_sampler(cfg: ExperimentConfig) -> TaskSampler:
