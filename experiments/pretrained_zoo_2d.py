@@ -12,7 +12,9 @@ from experiments.zoo_format import (
     real_section,
     safe_cells,
     shift_cell,
+    shift_names,
     stage_steps,
+    table_head,
     train_hours,
 )
 
@@ -26,13 +28,12 @@ def zoo_cards_2d(zoo: Path) -> dict[str, dict]:
 def summary_rows(cards: dict[str, dict]) -> list[str]:
     """One row per 2D card: size, training, its prior's LL beside the oracle's, each shift's
     LL (the oracle's in brackets), the safe range and the card's commit."""
-    names = list(next(iter(cards.values()))["shifts"]["conditions"])
-    rows = [
-        "| name | model | params | steps (batch) | train time | prior LL | oracle LL | gap | "
-        + " | ".join(f"{n} LL (oracle)" for n in names)
-        + " | safe range | hard limit | far cov. | card |",
-        "|" + " --- |" * (len(names) + 12),
-    ]
+    names = shift_names(cards)
+    rows = table_head(
+        ["name", "model", "params", "steps (batch)", "train time", "prior LL", "oracle LL", "gap"]
+        + [f"{n} LL (oracle)" for n in names]
+        + ["safe range", "hard limit", "far cov.", "card"]
+    )
     for name, c in cards.items():
         e, moved = c["eval"], c["shifts"]["conditions"]
         cells = [shift_cell(moved[n]) for n in names]

@@ -22,6 +22,16 @@ def train_hours(card: dict) -> str:
     return f"{seconds / 3600:.1f} h" if seconds else "—"
 
 
+def table_head(columns: list[str]) -> list[str]:
+    """A markdown table's header and separator lines for ``columns``."""
+    return ["| " + " | ".join(columns) + " |", "|" + " --- |" * len(columns)]
+
+
+def shift_names(cards: dict[str, dict]) -> list[str]:
+    """The shift conditions of 2D cards (the first card's: every 2D card has the same)."""
+    return list(next(iter(cards.values()))["shifts"]["conditions"])
+
+
 def shift_cell(row: dict) -> str:
     """A 2D card's shift row (``shifts.conditions[name]``): the model's LL, the oracle's in
     brackets."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from experiments.pretrained_eval import PRIORS
-from experiments.zoo_format import generation, pm, shift_cell
+from experiments.zoo_format import generation, pm, shift_cell, shift_names, table_head
 
 BEGIN = "<!-- zoo table: written by `python -m experiments.pretrained --report` -->"
 END = "<!-- end of zoo table -->"
@@ -73,13 +73,9 @@ def readme_table_2d(cards: dict[str, dict]) -> list[str]:
     tasks (``shifts-2d.md``), and the safe range."""
     if not cards:
         return []
-    names = list(next(iter(cards.values()))["shifts"]["conditions"])
-    rows = [
-        "| model | what | gap on its prior | "
-        + " | ".join(f"LL {n} (oracle)" for n in names)
-        + " | calibrated out to |",
-        "|" + " --- |" * (len(names) + 4),
-    ]
+    names = shift_names(cards)
+    shifts = [f"LL {n} (oracle)" for n in names]
+    rows = table_head(["model", "what", "gap on its prior", *shifts, "calibrated out to"])
     for name in sorted(cards, key=lambda n: cards[n]["eval"]["gap"]):
         c = cards[name]
         cells = " | ".join(shift_cell(c["shifts"]["conditions"][n]) for n in names)

@@ -13,23 +13,30 @@ GP = dict(kernels=["rbf", "periodic"], layout="uniform", ctx_range=[-2.0, 2.0],
           tgt_range=[-6.0, 6.0], n_tgt=20, min_ctx=2, max_ctx=30)  # fmt: skip
 
 
+def _assert_mapped_by_predict(raw, scaled, b: int, x_names: list[str]) -> None:
+    """Task ``b`` of ``scaled`` is task ``b`` of ``raw`` through predict's own unit maps
+    (float64), its context's range on [-2, 2] in every input column, its outputs centred."""
+    xc, yc = raw.xc[b].double().numpy(), raw.yc[b].double().numpy()
+    xt, yt = raw.xt[b].double().numpy(), raw.yt[b].double().numpy()
+    units, _ = fit_units(xc, yc, xt, x_names, ["y"], (-2.0, 2.0), None, True, None)
+    for got, want in [
+        (scaled.xc[b], units.inputs(xc)),
+        (scaled.yc[b], units.outputs(yc)),
+        (scaled.xt[b], units.inputs(xt)),
+        (scaled.yt[b], units.outputs(yt)),
+    ]:
+        np.testing.assert_allclose(got.double().numpy(), want, rtol=1e-5, atol=1e-5)
+    for axis in range(len(x_names)):  # each column on its own
+        assert scaled.xc[b, :, axis].min() == pytest.approx(-2.0, abs=1e-5)
+        assert scaled.xc[b, :, axis].max() == pytest.approx(2.0, abs=1e-5)
+    assert scaled.yc[b].mean() == pytest.approx(0.0, abs=1e-5)
+
+
 def test_each_task_is_mapped_by_predicts_unit_maps():
     batch = batch_at(build_sampler("gp", 8, 3, **GP), 0)
     scaled = scale_like_predict(batch, (-2.0, 2.0))
     for b in range(8):
-        xc, yc = batch.xc[b].double().numpy(), batch.yc[b].double().numpy()
-        xt, yt = batch.xt[b].double().numpy(), batch.yt[b].double().numpy()
-        units, _ = fit_units(xc, yc, xt, ["x"], ["y"], (-2.0, 2.0), None, True, None)
-        for got, want in [
-            (scaled.xc[b], units.inputs(xc)),
-            (scaled.yc[b], units.outputs(yc)),
-            (scaled.xt[b], units.inputs(xt)),
-            (scaled.yt[b], units.outputs(yt)),
-        ]:
-            np.testing.assert_allclose(got.double().numpy(), want, rtol=1e-5, atol=1e-5)
-        assert scaled.xc[b].min() == pytest.approx(-2.0, abs=1e-5)
-        assert scaled.xc[b].max() == pytest.approx(2.0, abs=1e-5)
-        assert scaled.yc[b].mean() == pytest.approx(0.0, abs=1e-5)
+        _assert_mapped_by_predict(batch, scaled, b, ["x"])
     assert scaled.info == {}  # the GP oracle's hyper-parameters no longer describe the tasks
 
 
@@ -70,19 +77,7 @@ def test_the_2d_sampler_maps_each_input_column_as_predict_does():
     raw = batch_at(build_sampler("gp2d-composite", 6, 2, **GP2D), 1)
     on = batch_at(build_sampler("gp2d-composite", 6, 2, **GP2D, context_scaling=1.0), 1)
     for b in range(6):
-        xc, yc = raw.xc[b].double().numpy(), raw.yc[b].double().numpy()
-        xt, yt = raw.xt[b].double().numpy(), raw.yt[b].double().numpy()
-        units, _ = fit_units(xc, yc, xt, ["e", "n"], ["y"], (-2.0, 2.0), None, True, None)
-        for got, want in [
-            (on.xc[b], units.inputs(xc)),
-            (on.yc[b], units.outputs(yc)),
-            (on.xt[b], units.inputs(xt)),
-            (on.yt[b], units.outputs(yt)),
-        ]:
-            np.testing.assert_allclose(got.double().numpy(), want, rtol=1e-5, atol=1e-5)
-        for axis in range(2):  # each column on its own
-            assert on.xc[b, :, axis].min() == pytest.approx(-2.0, abs=1e-5)
-            assert on.xc[b, :, axis].max() == pytest.approx(2.0, abs=1e-5)
+        _assert_mapped_by_predict(raw, on, b, ["east", "north"])
     assert on.info == {} and "transform" in raw.info
 
 
