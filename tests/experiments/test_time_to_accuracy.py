@@ -140,8 +140,8 @@ def test_a_smaller_batch_is_judged_by_the_tasks_it_has_seen(tmp_path):
 
 def test_a_recipe_is_set_against_its_protocol_run_on_the_same_tasks(tmp_path):
     """The paired difference is the two test NLLs' difference; its s.e. bound is the sum of the
-    two gaps' s.e. (the oracle's noise cancels); cells
-    scored on other tasks (another oracle NLL) are refused, and an unscored pair gives no rows."""
+    two gaps' s.e. (the oracle's noise cancels); cells scored on other tasks (another oracle
+    NLL) are refused, and an unscored pair gives no rows."""
     for run in ("kr1-rbf-tnp-kr-full", "tta-kr1-rbf-tnp-kr-full-adamw1e3-25k"):
         (tmp_path / run).mkdir()
         (tmp_path / run / "metrics.csv").write_text(LOG)

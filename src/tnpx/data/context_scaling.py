@@ -78,3 +78,21 @@ def choose_tasks(generator: torch.Generator, batch_size: int, probability: float
     """``[batch_size]`` bool: each task chosen with ``probability`` (drawn from ``generator``,
     so a batch stays a pure function of its seed)."""
     return torch.rand(batch_size, generator=generator, dtype=torch.float64) < probability
+
+
+def check_probability(probability: float) -> None:
+    """Refuse a sampler's ``context_scaling`` outside [0, 1], in one line."""
+    if not 0 <= probability <= 1:
+        raise ValueError(f"context_scaling must lie in [0, 1], got {probability}")
+
+
+def scale_some_like_predict(
+    batch: Batch, generator: torch.Generator, probability: float, box: tuple[float, float]
+) -> Batch:
+    """A sampler's ``context_scaling`` option: each task of ``batch`` mapped by
+    :func:`scale_like_predict` onto ``box`` with ``probability``. Called after the tasks are
+    drawn, and drawing nothing at 0, so a batch at 0 is bit-identical to one without the option."""
+    if probability <= 0:
+        return batch
+    chosen = choose_tasks(generator, batch.xc.shape[0], probability)
+    return scale_like_predict(batch, box, chosen)

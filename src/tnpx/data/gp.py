@@ -16,7 +16,7 @@ from ..batch import Batch
 from ..input_checks import check_option
 from ..kernels import KERNELS, canonical_kernel, kernel_matrix_mixed
 from .base import TaskSampler, randint, uniform
-from .context_scaling import choose_tasks, scale_like_predict
+from .context_scaling import check_probability, scale_some_like_predict
 
 JITTER = 1e-6
 
@@ -111,8 +111,7 @@ class GPSampler(TaskSampler):
         check_option("ctx_size", config.ctx_size, ("uniform", "log-uniform"))
         if config.ctx_size == "log-uniform" and config.min_ctx < 1:
             raise ValueError(f"ctx_size='log-uniform' needs min_ctx >= 1, got {config.min_ctx}")
-        if not 0 <= config.context_scaling <= 1:
-            raise ValueError(f"context_scaling must lie in [0, 1], got {config.context_scaling}")
+        check_probability(config.context_scaling)
         if config.layout == "kr" and config.max_ctx > config.n_random:
             raise ValueError(f"max_ctx={config.max_ctx} exceeds n_random={config.n_random}")
         self.dim_x = config.dim_x
@@ -227,10 +226,8 @@ class GPSampler(TaskSampler):
         yt = f_t + noise_t * torch.randn(f_t.shape, generator=g, dtype=torch.float64)
         f32 = torch.float32
         batch = Batch(xc.to(f32), yc.to(f32), xt.to(f32), yt.to(f32), info=hyper)
-        if c.context_scaling > 0:  # drawn last: the tasks themselves are those drawn without
-            chosen = choose_tasks(g, b, c.context_scaling)
-            batch = scale_like_predict(batch, self.input_domain, chosen)
-        return batch
+        # drawn last: the tasks themselves are those drawn without the option
+        return scale_some_like_predict(batch, g, c.context_scaling, self.input_domain)
 
 
 def _sample_gp(

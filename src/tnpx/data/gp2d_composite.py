@@ -50,7 +50,7 @@ from ..batch import Batch
 from ..kernels import KERNELS, canonical_kernel
 from ..kernels_anisotropic import anisotropic_kernel_matrix, transform_matrix
 from .base import uniform
-from .context_scaling import choose_tasks, scale_like_predict
+from .context_scaling import check_probability, scale_some_like_predict
 from .gp_composite import _log_uniform
 
 N_COMPONENTS = 2  # smooth, rough: the slots of a task's kernel
@@ -121,8 +121,7 @@ class GP2DCompositeSampler:
             raise ValueError(f"need n_tgt, n_grid >= 0 and some targets, got {c.n_tgt}, {c.n_grid}")
         if not c.scale > 0:
             raise ValueError(f"scale must be positive, got {c.scale}")
-        if not 0 <= c.context_scaling <= 1:
-            raise ValueError(f"context_scaling must lie in [0, 1], got {c.context_scaling}")
+        check_probability(c.context_scaling)
         rough = [canonical_kernel(k) for k in c.rough_kernels]
         if not rough or "periodic" in rough:
             raise ValueError(f"rough_kernels: one or more of {KERNELS[:4]}, got {c.rough_kernels}")
@@ -198,10 +197,8 @@ class GP2DCompositeSampler:
         f32 = torch.float32
         yc, yt = y_all[:, :n_ctx].to(f32), y_all[:, n_ctx:].to(f32)
         batch = Batch(xc.to(f32), yc, xt.to(f32), yt, info=hyper)
-        if c.context_scaling > 0:  # drawn last: the tasks themselves are those drawn without
-            chosen = choose_tasks(g, b, c.context_scaling)
-            batch = scale_like_predict(batch, self.input_domain, chosen)
-        return batch
+        # drawn last: the tasks themselves are those drawn without the option
+        return scale_some_like_predict(batch, g, c.context_scaling, self.input_domain)
 
 
 def _sample_field(g: torch.Generator, hyper: dict[str, torch.Tensor], x: torch.Tensor):
