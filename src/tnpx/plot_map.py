@@ -19,27 +19,42 @@ from .plot import save_figure
 PANELS = ("mean", "std")  # the columns of a map figure, one row per output
 
 
-def prediction_map_figure(result, x_cols: list, y_cols: list, context=None, max_points=20000):
+def prediction_map_figure(
+    result, x_cols: list, y_cols: list, context=None, max_points=20000, truth=None
+):
     """A figure of ``len(y_cols)`` rows and the :data:`PANELS` columns: each output's
     predictive mean and std at the targets, titled ``"{y} mean"`` and ``"{y} std"``, axes named
     by the two ``x_cols``, the ``context`` DataFrame's points marked. More than ``max_points``
-    targets are thinned for drawing.
+    targets are thinned for drawing. Given ``truth``, a ``"{y} truth"`` panel comes first, on
+    the mean's colour scale so the two read alike.
 
     Args:
         result: :func:`tnpx.predict`'s DataFrame (``x_cols``, then ``{y}_mean``, ``{y}_std``).
         x_cols: the two input columns (first: horizontal axis).
         y_cols: the output columns.
         context: the context DataFrame (``x_cols`` and ``y_cols``), or None.
+        truth: the true outputs at the targets (a DataFrame with the ``y_cols``, row for row
+            with ``result``), or None.
     """
     if len(x_cols) != 2:
         raise ValueError(f"a prediction map needs two input columns, got {len(x_cols)}")
+    if truth is not None and len(truth) != len(result):
+        raise ValueError(f"truth has {len(truth)} rows for {len(result)} predictions")
     plt = pyplot("plotting")
-    shown = result.iloc[:: max(1, len(result) // max_points)]
+    every = max(1, len(result) // max_points)
+    shown = result.iloc[::every]
     x, y = (shown[c].to_numpy(dtype=float) for c in x_cols)
-    fig, axes = plt.subplots(len(y_cols), len(PANELS), figsize=(10, 4 * len(y_cols)), squeeze=False)
+    panels = PANELS if truth is None else ("truth", *PANELS)
+    size = (5 * len(panels), 4 * len(y_cols))
+    fig, axes = plt.subplots(len(y_cols), len(panels), figsize=size, squeeze=False)
     for row, out in zip(axes, y_cols):
-        for ax, panel in zip(row, PANELS):
-            image = _fill(ax, x, y, shown[f"{out}_{panel}"].to_numpy(dtype=float), panel)
+        values = {p: shown[f"{out}_{p}"].to_numpy(dtype=float) for p in PANELS}
+        if truth is not None:
+            values["truth"] = truth[out].iloc[::every].to_numpy(dtype=float)
+        for ax, panel in zip(row, panels):
+            shared = [values[p] for p in ("truth", "mean") if p in values]
+            levels = 20 if panel == "std" else _levels(shared)
+            image = _fill(ax, x, y, values[panel], panel, levels)
             fig.colorbar(image, ax=ax)
             if context is not None and len(context):
                 cx, cy = (context[c].to_numpy(dtype=float) for c in x_cols)
@@ -52,19 +67,34 @@ def prediction_map_figure(result, x_cols: list, y_cols: list, context=None, max_
     return fig
 
 
-def _fill(ax, x: np.ndarray, y: np.ndarray, values: np.ndarray, panel: str):
+def _levels(arrays: list[np.ndarray], n: int = 20) -> np.ndarray | int:
+    """``n + 1`` contour levels spanning all of ``arrays`` (one scale for truth and mean)."""
+    low, high = min(float(a.min()) for a in arrays), max(float(a.max()) for a in arrays)
+    return np.linspace(low, high, n + 1) if high > low else n
+
+
+def _fill(ax, x: np.ndarray, y: np.ndarray, values: np.ndarray, panel: str, levels=20):
     """Filled contours of ``values`` over a triangulation of the points, else the points."""
-    cmap = "viridis" if panel == "mean" else "magma"
+    cmap = "magma" if panel == "std" else "viridis"
     from matplotlib.tri import Triangulation
 
     try:
-        return ax.tricontourf(Triangulation(x, y), values, levels=20, cmap=cmap)
+        return ax.tricontourf(Triangulation(x, y), values, levels=levels, cmap=cmap)
     except (ValueError, RuntimeError):  # too few points, or all on one line
+        if isinstance(levels, np.ndarray):  # the same colour scale as the contours would use
+            return ax.scatter(x, y, c=values, s=12, cmap=cmap, vmin=levels[0], vmax=levels[-1])
         return ax.scatter(x, y, c=values, s=12, cmap=cmap)
 
 
 def plot_prediction_map(
-    result, path: str | Path, x_cols: list, y_cols: list, context=None, max_points=20000
+    result,
+    path: str | Path,
+    x_cols: list,
+    y_cols: list,
+    context=None,
+    max_points=20000,
+    truth=None,
 ) -> Path:
     """Write :func:`prediction_map_figure` as a PNG; returns the path written."""
-    return save_figure(prediction_map_figure(result, x_cols, y_cols, context, max_points), path)
+    figure = prediction_map_figure(result, x_cols, y_cols, context, max_points, truth)
+    return save_figure(figure, path)

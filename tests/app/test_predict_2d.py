@@ -51,6 +51,20 @@ def test_map_of_targets_on_a_line_falls_back_to_points():
         prediction_map_figure(result, ["a"], ["y"])
 
 
+def test_a_truth_panel_comes_first_on_the_means_colour_scale():
+    model = tiny(dim_x=2)
+    ctx, tgt = frames(n_ctx=15, n_tgt=60, dim_x=2)
+    result = quiet_predict(model, ctx, tgt, domain=(-2.0, 2.0))
+    truth = pd.DataFrame({"y": np.linspace(-5.0, 7.0, 60)})  # wider than the mean's range
+    fig = prediction_map_figure(result, ["x0", "x1"], ["y"], context=ctx, truth=truth)
+    assert _panel_titles(fig) == ["y truth", "y mean", "y std"]
+    by_title = {ax.get_title(): ax for ax in fig.axes if ax.get_title()}
+    scales = [by_title[t].collections[0].get_clim() for t in ("y truth", "y mean")]
+    assert scales[0] == scales[1] and scales[0][0] <= -5.0 and scales[0][1] >= 7.0
+    with pytest.raises(ValueError, match="truth has 59 rows for 60"):
+        prediction_map_figure(result, ["x0", "x1"], ["y"], truth=truth.iloc[1:])
+
+
 def _write(tmp_path, dim_x: int):
     tnpx.save(tiny(dim_x=dim_x), tmp_path / "model.pt")
     ctx, tgt = frames(n_ctx=20, n_tgt=50, dim_x=dim_x)
