@@ -69,4 +69,43 @@ def zoo_section(cards: dict[str, dict], results: Path) -> str:
     sizes = {key.split("/")[1] for r in real.values() for key in r if "/" in key}
     for n in sorted(sizes, key=int):
         lines += real_section(real, n, f"{n} context points", "fields", "window", "windows")
+    lines += [
+        "",
+        "**Reading**: " + " ".join(reading(name, c, real.get(name)) for name, c in cards.items()),
+    ]
     return "\n".join(["", *lines, ""])
+
+
+def reading(name: str, card: dict, fields: dict | None) -> str:
+    """One 2D card in words: its gap on its prior, each shift's change of LL (paired, mean ±
+    s.e.), its safe range, and how often its mean NLL on measured fields is below the fitted
+    GP's (``fields``: :func:`real_fields_summary`, or None)."""
+    e, moved = card["eval"], card["shifts"]["conditions"]
+    changes = "; ".join(
+        f"{n} {c['change'][0]:+.3f} ± {c['change'][1]:.3f}"
+        for n, c in moved.items()
+        if n != "unshifted"
+    )
+    text = (
+        f"`{name}` is {pm(e)} nats per target point from the GP oracle on its prior. Its LL "
+        f"changes under the shifts, paired over the same tasks: {changes} (the oracle's: "
+        f"{max(abs(c['oracle_change'][0]) for c in moved.values()):.3f} at most)."
+    )
+    sr = card.get("safe_range")
+    if sr:
+        text += (
+            f" Its 95 % interval was measured to hold out to {sr['widths']:g} context widths "
+            "beyond the context (its lowest coverage within one width of it: "
+            f"{safe_cells(card).rsplit(' | ', 1)[1]})."
+        )
+    if fields:
+        cells = [k for k in fields if "/" in k]
+        lower = [
+            k for k in cells if fields[k]["model"]["nll"][0] < fields[k]["fitted GP"]["nll"][0]
+        ]
+        text += (
+            f" On measured fields its mean NLL is below the fitted GP's in {len(lower)} of "
+            f"{len(cells)} field and context-size cells ({', '.join(lower) or 'none'}); "
+            "`real-fields-2d.md` tests each difference paired over its windows."
+        )
+    return text

@@ -49,8 +49,13 @@ def hooks(monkeypatch):
     return zoo_cards, zoo_cards_2d
 
 
-def _cards_1d() -> dict[str, dict]:
+def _shipped_cards() -> dict[str, dict]:
     return {name: tnpx.zoo.model_card(name) for name in tnpx.list_pretrained()}
+
+
+def _cards_1d() -> dict[str, dict]:
+    """The shipped 1D models' cards (the package ships a 2D model too)."""
+    return {name: c for name, c in _shipped_cards().items() if c.get("dim_x", 1) == 1}
 
 
 def _bayes() -> dict | None:
@@ -321,6 +326,17 @@ print(module.card_page(card, 0.15, None, str) + module.index_page({{"gp2d-bare":
     assert done.returncode == 0, done.stderr
     assert "## Shifts" in done.stdout and "## Measured fields" in done.stdout
     assert "[`gp2d-bare`](gp2d-bare.md)" in done.stdout
+
+
+def test_every_shipped_2d_page_has_its_shifts_fields_and_safe_range(hooks):
+    zoo_cards, _ = hooks
+    cards = {n: c for n, c in _shipped_cards().items() if zoo_cards.is_2d(c)}
+    assert cards, "the package ships a 2D model"
+    for name, card in cards.items():
+        page = zoo_cards.card_page(card, 0.15, _bayes(), link)
+        assert "## Shifts" in page and "## Measured fields" in page, name
+        assert "Not on this card" not in page and "## Measured series" not in page, name
+        assert f"{card['safe_range']['widths']:g}" in page, name
 
 
 def test_a_bare_2d_card_still_renders(hooks):

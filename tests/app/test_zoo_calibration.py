@@ -46,12 +46,14 @@ def test_calibrated_and_not_shrinking_out_to_the_safe_range(name):
         assert far.mean_std >= SHRINK * near.mean_std, (name, near, far)
 
 
-def test_the_check_catches_the_collapse_it_was_written_for():
-    """The first `gp1d-v2-te-tnp-rope` (shipped until issue 33; its long run's model.pt):
-    had its card claimed one context width, the check above would have failed it."""
+@pytest.mark.parametrize("run", ["gp1d-v2-te-tnp-rope", "gp2d-te-tnp-rope"])
+def test_the_check_catches_the_collapse_it_was_written_for(run):
+    """The first `gp1d-v2-te-tnp-rope` (shipped until issue 33) and the 2D model's first
+    stage (never shipped), their long runs' model.pt: had their cards claimed one context
+    width, the check above would have failed them."""
     from tnpx.zoo import HERE
 
-    first = HERE.parents[2] / "long-runs" / "gp1d-v2-te-tnp-rope" / "model.pt"
+    first = HERE.parents[2] / "long-runs" / run / "model.pt"
     if not first.exists():
         pytest.skip("needs the repository's long-runs/ (not in an installed wheel)")
     torch.set_num_threads(1)

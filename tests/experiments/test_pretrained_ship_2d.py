@@ -25,6 +25,7 @@ from experiments import pretrained_ship_2d as ship_2d
 from experiments.pretrained_eval import ROOT, experiment
 from experiments.pretrained_ship import MAX_BYTES
 from experiments.pretrained_zoo import write_report
+from experiments.pretrained_zoo_2d import reading
 from tnpx.apply.predict import extrapolation_limits
 from tnpx.apply.unit_choice import ExtrapolationLimits, target_distance
 from tnpx.checkpoint import read_checkpoint
@@ -70,6 +71,28 @@ def test_the_2d_profile_draws_targets_three_widths_beyond_the_box_on_both_axes()
     other = config_from_dict({"data": {"name": "sawtooth", "batch_size": 4}})
     with pytest.raises(ValueError, match="gp, gp-composite, gp2d-composite data, got 'sawtooth'"):
         prior_profile_sampler(other)
+
+
+def test_the_2d_reading_words_the_cards_shifts_safe_range_and_fields():
+    change = {"change": [-0.05, 0.01], "oracle_change": [0.0, 0.0]}
+    card = {
+        "eval": {"gap": 0.4, "gap_se": 0.02},
+        "shifts": {"conditions": {"unshifted": {**change, "change": [0.0, 0.0]},
+                                  "density x2": change}},
+        "safe_range": {"widths": 2.5, "hard_limit": 3.0, "profile": [
+            {"n": 9, "high": 0.5, "coverage95": 0.94}, {"n": 9, "high": 1.0, "coverage95": 0.91},
+            {"n": 9, "high": 2.0, "coverage95": 0.5}]},
+    }  # fmt: skip
+    fields = {"a/30": {"model": {"nll": [5.0, 0.1]}, "fitted GP": {"nll": [6.0, 0.1]}},
+              "a/100": {"model": {"nll": [5.0, 0.1]}, "fitted GP": {"nll": [4.0, 0.1]}},
+              "file": "x.json"}  # fmt: skip
+    text = reading("m", card, fields)
+    assert text.startswith("`m` is 0.400 ± 0.020 nats per target point from the GP oracle")
+    assert "density x2 -0.050 ± 0.010 (the oracle's: 0.000 at most)" in text
+    assert "unshifted" not in text and "hold out to 2.5 context widths" in text
+    assert "within one width of it: 0.910)" in text  # the 2-width bin is beyond one width
+    assert "below the fitted GP's in 1 of 2 field and context-size cells (a/30)" in text
+    assert "measured fields" not in reading("m", {**card, "safe_range": None}, None)
 
 
 # -- a tiny run, shipped (marked slow: the file's runs and shippings take ~10 s) ----------------
@@ -215,29 +238,35 @@ def _targets(east: list[float], north: list[float]) -> pd.DataFrame:
     return pd.DataFrame({"east": east, "north": north})
 
 
+def _renamed(zoo, card: dict, folder, name: str, **safe_range) -> None:
+    """The shipped tiny model into ``folder`` as ``name`` (the package ships a real
+    ``gp2d-te-tnp-rope``, which would shadow the tiny one's name), its card's safe range
+    overridden by ``safe_range``."""
+    folder.mkdir(exist_ok=True)
+    shutil.copyfile(zoo / f"{NAME}.pt", folder / f"{name}.pt")
+    claim = {**card, "name": name, "safe_range": {**card["safe_range"], **safe_range}}
+    (folder / f"{name}.json").write_text(json.dumps(claim))
+
+
 @pytest.mark.slow
 def test_predict_reads_the_2d_cards_safe_range(shipped, tmp_path, monkeypatch):
     card, zoo = shipped
-    monkeypatch.setenv("TNPX_ZOO", str(zoo))
+    folder, tiny = tmp_path / "zoo", "gp2d-tiny"
+    _renamed(zoo, card, folder, tiny)  # the card as the pipeline wrote it
+    _renamed(zoo, card, folder, "gp2d-limited", widths=0.5, hard_limit=1.0)
+    monkeypatch.setenv("TNPX_ZOO", str(folder))
     reach, hard = card["safe_range"]["widths"], card["safe_range"]["hard_limit"]
-    assert extrapolation_limits(NAME) == ExtrapolationLimits(reach, hard, model=NAME)
+    assert extrapolation_limits(tiny) == ExtrapolationLimits(reach, hard, model=tiny)
     lo, hi = CONTEXT[["east", "north"]].min(), CONTEXT[["east", "north"]].max()
     north = hi.north + (hard + 0.5) * (hi.north - lo.north)  # past the hard limit, north only
-    with pytest.raises(DataError, match=f"{NAME}'s hard limit.*allow_extrapolation=True"):
-        tnpx.predict(NAME, CONTEXT, _targets([5.0, 5.0], [110.0, north]))
+    with pytest.raises(DataError, match=f"{tiny}'s hard limit.*allow_extrapolation=True"):
+        tnpx.predict(tiny, CONTEXT, _targets([5.0, 5.0], [110.0, north]))
     with pytest.warns(UserWarning, match="calibration was measured to hold only"):
         out = tnpx.predict(
-            NAME, CONTEXT, _targets([5.0, 5.0], [110.0, north]), allow_extrapolation=True
+            tiny, CONTEXT, _targets([5.0, 5.0], [110.0, north]), allow_extrapolation=True
         )
     assert np.isfinite(out[["y_mean", "y_std"]].to_numpy()).all()
     # the same model with a card claiming 0.5 widths, hard limit 1: warns, then refuses
-    limited = tmp_path / "zoo"
-    limited.mkdir()
-    shutil.copyfile(zoo / f"{NAME}.pt", limited / "gp2d-limited.pt")
-    claim = {**card, "name": "gp2d-limited"}
-    claim["safe_range"] = {**card["safe_range"], "widths": 0.5, "hard_limit": 1.0}
-    (limited / "gp2d-limited.json").write_text(json.dumps(claim))
-    monkeypatch.setenv("TNPX_ZOO", str(limited))
     quiet = _targets([5.0, 12.0], [110.0, 104.0])  # 0.2 widths east: inside the safe range
     with pytest.warns(UserWarning, match=r"1 of 2 targets .* more than 0.5 context-range"):
         tnpx.predict("gp2d-limited", CONTEXT, _targets([5.0, 5.0], [110.0, hi.north + 15.0]))
@@ -296,6 +325,8 @@ def test_cli_ships_the_2d_run_and_zoo_md_gains_its_table(runs, tmp_path, capsys,
     for n in (30, 100):
         assert f"Zero-shot on measured fields, {n} context points" in text
     assert text.count("| topobathy | 40.0 | 20.0 | 5.500 | 4.500 | 150x |") == 2
+    assert f"**Reading**: `{NAME}` is {e['gap']:.3f} ± {e['gap_se']:.3f} nats" in text
+    assert "below the fitted GP's in 0 of 2 field and context-size cells (none)" in text
     # the 1D part is what it was without the 2D card, word for word
     again, _ = write_report(zoo, tmp_path / "again", runs, "cmd", "c0mm17")
     text_1d = before.read_text()
