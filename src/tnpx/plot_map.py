@@ -68,9 +68,12 @@ def prediction_map_figure(
 
 
 def _levels(arrays: list[np.ndarray], n: int = 20) -> np.ndarray | int:
-    """``n + 1`` contour levels spanning all of ``arrays`` (one scale for truth and mean)."""
-    low, high = min(float(a.min()) for a in arrays), max(float(a.max()) for a in arrays)
-    return np.linspace(low, high, n + 1) if high > low else n
+    """``n + 1`` contour levels spanning all of ``arrays`` (one scale for truth and mean; a
+    missing true value, NaN, is left out of the span)."""
+    finite = np.concatenate([a[np.isfinite(a)] for a in arrays])
+    if not len(finite) or finite.max() <= finite.min():
+        return n
+    return np.linspace(finite.min(), finite.max(), n + 1)
 
 
 def _fill(ax, x: np.ndarray, y: np.ndarray, values: np.ndarray, panel: str, levels=20):

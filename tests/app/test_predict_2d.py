@@ -61,6 +61,10 @@ def test_a_truth_panel_comes_first_on_the_means_colour_scale():
     by_title = {ax.get_title(): ax for ax in fig.axes if ax.get_title()}
     scales = [by_title[t].collections[0].get_clim() for t in ("y truth", "y mean")]
     assert scales[0] == scales[1] and scales[0][0] <= -5.0 and scales[0][1] >= 7.0
+    gaps = truth.assign(y=truth["y"].where(truth.index % 7 > 0))  # missing true values: NaN
+    fig = prediction_map_figure(result, ["x0", "x1"], ["y"], truth=gaps)
+    low, high = next(ax for ax in fig.axes if ax.get_title() == "y truth").collections[0].get_clim()
+    assert np.isfinite([low, high]).all() and high >= 6.5
     with pytest.raises(ValueError, match="truth has 59 rows for 60"):
         prediction_map_figure(result, ["x0", "x1"], ["y"], truth=truth.iloc[1:])
 
