@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 import time
 from pathlib import Path
@@ -38,6 +37,7 @@ import pandas as pd
 import torch
 
 import tnpx
+from experiments.pretrained_real import score
 from experiments.pretrained_real_gp import fit_field_gp
 from experiments.real_fields import load_field
 from tnpx.plot_map import plot_prediction_map
@@ -60,16 +60,10 @@ def field_tables(context_size: int, seed: int) -> tuple[pd.DataFrame, pd.DataFra
 
 def scores(y: np.ndarray, mean: np.ndarray, std: np.ndarray) -> dict:
     """RMSE (m), Gaussian NLL per point (nats, in metres), 95 % coverage and the share beyond
-    5σ of observations ``y [n]`` under predictions ``mean``, ``std [n]``."""
-    z = (y - mean) / std
-    nll = 0.5 * z**2 + np.log(std) + 0.5 * math.log(2 * math.pi)
-    return {
-        "n_points": len(y),
-        "rmse_m": float(np.sqrt(np.mean((y - mean) ** 2))),
-        "nll": float(nll.mean()),
-        "coverage95": float(np.mean(np.abs(z) <= 1.959964)),
-        "beyond_5sd": float(np.mean(np.abs(z) > 5)),
-    }
+    5σ of observations ``y [n]`` under predictions ``mean``, ``std [n]``
+    (:func:`experiments.pretrained_real.score`, the real-data harnesses' scores)."""
+    scored = score(y, mean, std)
+    return {"n_points": len(y), "rmse_m": scored.pop("rmse"), **scored}
 
 
 def run(model: str, context_size: int, seed: int, out: Path, domain: tuple | None = None) -> dict:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from experiments.pretrained_ship_2d import real_fields_summary
 from experiments.zoo_format import (
+    near_coverage,
     pm,
     real_section,
     safe_cells,
@@ -96,7 +97,7 @@ def reading(name: str, card: dict, fields: dict | None) -> str:
         text += (
             f" Its 95 % interval was measured to hold out to {sr['widths']:g} context widths "
             "beyond the context (its lowest coverage within one width of it: "
-            f"{safe_cells(card).rsplit(' | ', 1)[1]})."
+            f"{near_coverage(sr):.3f})."
         )
     if fields:
         cells = [k for k in fields if "/" in k]

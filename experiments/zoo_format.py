@@ -49,8 +49,13 @@ def safe_cells(card: dict) -> str:
     sr = card.get("safe_range")
     if not sr:
         return "not measured | — | —"
-    near = [b["coverage95"] for b in sr["profile"] if b["n"] and 0 < b["high"] <= 1.0]
-    return f"{sr['widths']:g} | {sr['hard_limit']:g} | {min(near):.3f}"
+    return f"{sr['widths']:g} | {sr['hard_limit']:g} | {near_coverage(sr):.3f}"
+
+
+def near_coverage(safe_range: dict) -> float:
+    """The lowest 95 % coverage of a card's ``safe_range`` profile within one width beyond the
+    context (zoo.md's "far cov.")."""
+    return min(b["coverage95"] for b in safe_range["profile"] if b["n"] and 0 < b["high"] <= 1.0)
 
 
 def sig3(x: float) -> str:
