@@ -68,15 +68,17 @@ def main() -> None:
         total += hours
         rows.append(f"| {name} | {speed:.2f} | {gflops:.2f} | {steps:,} | {hours:.1f} |")
         print(rows[-1], flush=True)
-    rows.append(f"| all | | | | {total:.1f} |")
-    text = "\n".join(
-        [f"Command: `{command_line()}`, commit `{commit}`.", f"Hardware: {hardware()}.", "",
-         *rows, ""]  # fmt: skip
-    )
-    print(text)
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(text)
+        write(args.out, commit, [*rows, f"| all so far | | | | {total:.1f} |"])
+    write(args.out, commit, [*rows, f"| all | | | | {total:.1f} |"])
+
+
+def write(out: Path | None, commit: str, rows: list[str]) -> None:
+    """The table so far, with its command and hardware (rewritten after every run)."""
+    if out is None:
+        return
+    head = [f"Command: `{command_line()}`, commit `{commit}`.", f"Hardware: {hardware()}.", ""]
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("\n".join([*head, *rows, ""]))
 
 
 if __name__ == "__main__":
