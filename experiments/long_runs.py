@@ -40,17 +40,17 @@ FOLDER = ROOT / "long-runs"
 # KR-3: 25,000 of 100,000). CNP and ConvCNP take the quarter in ~1.2 core-hours. The
 # transformer rows' quarter would cross sessions and commit a 13-22 MB resumable state each
 # time, past the repository's budget, so each takes what one sitting of ~2.3 hours of a core
-# trains: the attention-only rows 44-55k steps, the TE rows, whose pairwise MLP costs 54-61
-# GFLOPs a step (0.7-0.8 steps/s), ~6k. KR-3 takes the quarter: tnp-kr-full in one sitting
+# trains: the attention-only rows 36-45k steps, the TE rows, whose pairwise MLP costs 54-61
+# GFLOPs a step (0.6-0.8 steps/s), 5k. KR-3 takes the quarter: tnp-kr-full in one sitting
 # (~2 hours), tnp-d (~4 hours) across one session with a ~2.7 MB state (its model is small).
 TE1_STEPS = {
     "cnp": 125_000,
     "convcnp": 125_000,
-    "tnp": 55_000,
-    "pt-tnp-ist": 48_000,
-    "te-tnp-rope": 44_000,
-    "te-pt-tnp": 6_000,
-    "te-tnp": 6_000,
+    "tnp": 45_000,
+    "pt-tnp-ist": 40_000,
+    "te-tnp-rope": 36_000,
+    "te-pt-tnp": 5_000,
+    "te-tnp": 5_000,
 }
 KR3_STEPS = 25_000
 
