@@ -30,6 +30,8 @@ PAPER = {
     "pt-tnp-ist": [-0.48, -0.49, -0.52, -0.55, -0.59, -0.63],
     "te-tnp": [-0.47] * 6,
     "te-pt-tnp": [-0.46] * 6,
+    "cnp": [-0.69, -0.71, -0.77, -0.86, -0.98, -1.08],
+    "convcnp": [-0.46] * 6,
 }
 EQUIVARIANT = ("te-",)  # rows that must stay flat in Δ
 

@@ -191,9 +191,8 @@ def step_gflops(config: str, overrides: list[str], n_batches: int = 8) -> float:
 
     cfg = load_config(config, overrides)
     torch.manual_seed(0)
-    model = build_model(
-        cfg.model["name"], cfg.model.get("dim_x", 1), cfg.model.get("dim_y", 1), **cfg.model_options()
-    )
+    dims = cfg.model.get("dim_x", 1), cfg.model.get("dim_y", 1)
+    model = build_model(cfg.model["name"], *dims, **cfg.model_options())
     sampler = build_sampler(cfg.data["name"], cfg.data["batch_size"], 0, **cfg.data_options())
     total = 0
     for i in range(n_batches):

@@ -1,0 +1,45 @@
+"""TE-1's protocol table: a finished run is scored at every shift beside the paper, a run still
+training is listed with where it stands, and Δ = 0 is read against the paper."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from experiments import te1_protocol
+from experiments.te1 import SHIFTS
+from tnpx.evaluation.protocol import Metrics
+from tnpx.training.loop import train_or_load
+
+
+def _metrics(ll: float, se: float) -> Metrics:
+    return Metrics("m", 16, ll, se, 0.95, ll_se_batches=se)
+
+
+def test_delta_zero_is_read_against_the_paper():
+    assert te1_protocol.verdict(_metrics(-0.47, 0.01), -0.48).startswith("at or above")
+    assert te1_protocol.verdict(_metrics(-0.495, 0.01), -0.48).startswith("within 2 s.e.")
+    assert "short by 0.050" in te1_protocol.verdict(_metrics(-0.53, 0.01), -0.48)
+    assert te1_protocol.verdict(_metrics(-0.5, 0.01), None) == "not in the paper"
+
+
+@pytest.mark.slow  # trains a tiny CNP and scores it at six shifts (~8 s)
+def test_a_finished_run_is_scored_at_every_shift_and_cached(tmp_path):
+    runs = tmp_path / "long-runs"
+    cfg = te1_protocol.test_config("te1-cnp", 1)
+    cfg.train.steps, cfg.train.log_every, cfg.train.val_every = 3, 1, 3
+    cfg.train.checkpoint_every, cfg.train.progress = 3, False
+    cfg.train.out_dir = str(runs / "te1-cnp")
+    train_or_load(cfg)
+    cells = tmp_path / "cells"
+    (row,) = te1_protocol.rows(cells, 1, runs)
+    assert row.model == "cnp" and row.status.finished and row.status.steps_done == 3
+    assert len(row.cells) == len(SHIFTS) and all(math.isfinite(m.ll) for m in row.cells)
+    assert len(list(cells.glob("cnp-shift*-test1.json"))) == len(SHIFTS)
+    again = te1_protocol.rows(cells, 1, runs)[0].cells  # read back from the cache
+    assert [m.ll for m in again] == [m.ll for m in row.cells]
+    reference = te1_protocol.reference_cells(cells, 1)
+    text = te1_protocol.report([row], reference, 1, "abc1234")
+    assert "| cnp | " in text and "(-0.69)" in text and "| context-moments | " in text
+    assert "Not finished yet: none." in text
