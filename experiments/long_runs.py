@@ -53,6 +53,10 @@ TE1_STEPS = {
     "te-tnp": 5_000,
 }
 KR3_STEPS = 25_000
+# Runs whose resumable state (weights and both Adam moments) is over the 5 MB a committed
+# checkpoint may take: each is planned to finish in one sitting and never commits its state; one
+# that a session's end interrupts starts again from its first step.
+ONE_SITTING = {f"te1-{m}" for m in ("tnp", "pt-tnp-ist", "te-tnp-rope", "te-pt-tnp", "te-tnp")}
 
 # name -> (config, overrides). KR-1 at the exact protocol (100,000 batches of 32, the dl4bi
 # code's `kr-code` presets); validation every 2,500 steps for the learning curves (validation
