@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from experiments.pretrained_real_report import GP
-from tnpx.data.gp2d_composite import GP2DCompositeConfig
+from tnpx.data.synthetic.gp2d_composite import GP2DCompositeConfig
 from tnpx.provenance import command_line, git_commit, hardware
 
 

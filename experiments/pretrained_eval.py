@@ -29,7 +29,7 @@ from pathlib import Path
 from tnpx.checkpoint import load
 from tnpx.config import ExperimentConfig, load_config
 from tnpx.data import TaskSampler, build_sampler
-from tnpx.data.gp_composite import single_kernel_options
+from tnpx.data.synthetic.gp_composite import single_kernel_options
 from tnpx.evaluation.protocol import Metrics, build_test_sampler, evaluate
 from tnpx.models import NeuralProcess
 from tnpx.training.state import experiment_of

@@ -1,6 +1,6 @@
 """Pretrained models zero-shot on measured series, against a GP fitted per series.
 
-For each series of :mod:`tnpx.data.real_series` (shipped inside statsmodels) and several
+For each series of :mod:`tnpx.data.synthetic.real_series` (shipped inside statsmodels) and several
 random splits of two kinds:
 
 - ``interpolation``: a window of consecutive points; a random subset is the context, the
@@ -47,7 +47,7 @@ import tnpx
 from experiments.pretrained_real_gp import fit_series_gp
 from experiments.pretrained_real_report import GP, KINDS, plot_splits, write_report
 from tnpx.apply.predict import resolve_model
-from tnpx.data.real_series import SERIES, RealSeries, load_series
+from tnpx.data.synthetic.real_series import SERIES, RealSeries, load_series
 from tnpx.provenance import command_line, git_commit, hardware
 
 WINDOW = 100  # points in a split's window (at most): the zoo saw 1-100 context points

@@ -35,7 +35,7 @@ from experiments.long_runs import RUNS
 from experiments.pretrained_eval import KERNELS, ROOT, experiment, score
 from tnpx.checkpoint import atomic_save, load, read_checkpoint
 from tnpx.config import ExperimentConfig, load_config
-from tnpx.data.gp_composite import CompositeGPConfig
+from tnpx.data.synthetic.gp_composite import CompositeGPConfig
 from tnpx.evaluation.protocol import build_test_sampler, evaluate
 from tnpx.provenance import hardware
 from tnpx.training.runs import RunStatus, run_status
@@ -87,8 +87,8 @@ def shippable_checkpoint(folder: Path, force: bool = False) -> tuple[Path, RunSt
 
 
 def trained_on(cfg: ExperimentConfig) -> str:
-    """The training prior in words: a ``gp-composite`` mixture (:mod:`tnpx.data.gp_composite`;
-    a ``gp`` config is its single-kernel part alone)."""
+    """The training prior in words: a ``gp-composite`` mixture
+    (:mod:`tnpx.data.synthetic.gp_composite`; a ``gp`` config is its single-kernel part alone)."""
     composite = cfg.data["name"] == "gp-composite"
     c = CompositeGPConfig(**cfg.data_options(), **({} if composite else {"composite_prob": 0.0}))
     single = (

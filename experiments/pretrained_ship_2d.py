@@ -39,7 +39,7 @@ from experiments.pretrained_ship import (
 )
 from tnpx.checkpoint import load
 from tnpx.config import ExperimentConfig, load_config
-from tnpx.data.gp2d_composite import GP2DCompositeConfig
+from tnpx.data.synthetic.gp2d_composite import GP2DCompositeConfig
 from tnpx.evaluation.extrapolation import PRIOR_2D as PRIOR
 from tnpx.evaluation.protocol import build_test_sampler, evaluate
 
@@ -52,7 +52,7 @@ def is_2d(folder: Path, config: str | None = None) -> bool:
 
 
 def trained_on(cfg: ExperimentConfig) -> str:
-    """The 2D training prior in words (:mod:`tnpx.data.gp2d_composite`)."""
+    """The 2D training prior in words (:mod:`tnpx.data.synthetic.gp2d_composite`)."""
     c = GP2DCompositeConfig(**cfg.data_options())
     p = c.component_probs
     return (

@@ -174,7 +174,7 @@ model has D_z {cfg.model["dim_model"]}, {cfg.model["n_layers"]} layers of
 {cfg.model["n_heads"]} heads (other models: the sizes they take, parameters column) and trains
 the steps in the tables (batch {cfg.data["batch_size"]}, AdamW {cfg.optim.lr}, cosine decay).
 The sawtooth's period (U(0.5, 2)), phase and direction distributions are tnpx's reading of
-the thesis, which leaves them out (`tnpx.data.sawtooth`).
+the thesis, which leaves them out (`tnpx.data.synthetic.sawtooth`).
 
 **Hardware and time**: {hardware()}; training wall time per model in the tables.
 

@@ -1,7 +1,7 @@
 """Griffe extension for the API pages: tnpx's docstring conventions, rendered and checked.
 
 The docstrings are Google style with Sphinx cross-reference roles (``:func:`predict```,
-``:class:`~tnpx.data.user_files.DataError```). mkdocstrings would show those roles as text
+``:class:`~tnpx.user_files.DataError```). mkdocstrings would show those roles as text
 (":func:" before the name); this extension rewrites each into an optional cross-reference:
 a link where the object has a page on the site, the name in code where it has none (so a
 reference to an undocumented helper never fails the strict build). A name without a dot is

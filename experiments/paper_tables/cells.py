@@ -136,7 +136,7 @@ def cell_config(
 DATA_FILE_KEYS = ("path", "cache", "elevation_path")
 DATA_HINTS = {
     "kolmogorov": "create it with `tnpx data kolmogorov --preset {preset} --out {path}`",
-    "image": "put the {dataset} files there (see tnpx.data.image_sources.load_images)",
+    "image": "put the {dataset} files there (see tnpx.data.images.load_images)",
 }
 
 

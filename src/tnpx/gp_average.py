@@ -29,7 +29,7 @@ from dataclasses import dataclass, fields, replace
 import torch
 
 from .batch import Batch
-from .data.gp import GPConfig
+from .data.synthetic.gp import GPConfig
 from .kernels import canonical_kernel, kernel_matrix
 
 JITTER = 1e-6  # added to the noise variance, as the GP oracle does

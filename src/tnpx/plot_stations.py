@@ -7,7 +7,7 @@ A map's axes are the first two input columns (the ``coords``: lat and lon, say);
 input (``<time>_offset`` with ``time_as_input``) is not drawn, so readings of one station at
 several times in a window share a place. A source with one input column is drawn along it:
 the context readings, the targets' truth and their means with a ±2σ bar. With a grid as
-extra context (:mod:`tnpx.data.stations_grid`) the model is conditioned on the grid's cells
+extra context (:mod:`tnpx.data.stations.grid`) the model is conditioned on the grid's cells
 too, but only stations are drawn. :func:`station_maps` gives one task's points as arrays;
 :func:`stations_figure` lays out a row per task, :func:`plot_stations_tasks` writes it.
 """

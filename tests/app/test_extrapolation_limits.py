@@ -15,7 +15,7 @@ import tnpx
 from tnpx.apply.predict import extrapolation_limits
 from tnpx.apply.unit_choice import ExtrapolationLimits, FarTargets, target_distance
 from tnpx.cli import main
-from tnpx.data.user_files import DataError
+from tnpx.user_files import DataError
 from tnpx.zoo import model_card, pretrained_path
 
 CONTEXT = pd.DataFrame({"x": np.linspace(10.0, 20.0, 12), "y": np.sin(np.linspace(0, 3, 12))})

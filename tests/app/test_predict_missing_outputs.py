@@ -16,7 +16,7 @@ import torch
 import tnpx
 from conftest import small_model
 from tnpx.cli import main
-from tnpx.data.user_files import DataError
+from tnpx.user_files import DataError
 
 DOMAIN = (-2.0, 2.0)
 MISSING = [(3, "y1"), (7, "y0"), (8, "y1")]  # (row, column): each row keeps one output

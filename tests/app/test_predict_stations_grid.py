@@ -14,7 +14,7 @@ import tnpx
 from tnpx.apply.grid_context import grid_context_rows
 from tnpx.batch import Batch
 from tnpx.data import batch_at
-from tnpx.data.user_files import DataError
+from tnpx.user_files import DataError
 
 xr = pytest.importorskip("xarray")
 pytest.importorskip("netCDF4")

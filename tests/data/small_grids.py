@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from tnpx.data import build_sampler
-from tnpx.data.era5_regions import time_values
+from tnpx.data.field_arrays import time_values
 from tnpx.data.grid import GridSampler
 
 xr = pytest.importorskip("xarray")

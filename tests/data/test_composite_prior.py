@@ -1,5 +1,6 @@
-"""The broader 1D prior ``gp-composite`` (tnpx.data.gp_composite): shapes, reproducibility, the
-mixture's frequencies, draws from the composite covariance, and the exact oracle on it."""
+"""The broader 1D prior ``gp-composite`` (tnpx.data.synthetic.gp_composite): shapes,
+reproducibility, the mixture's frequencies, draws from the composite covariance, and the exact
+oracle on it."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import pytest
 import torch
 
 from tnpx.data import GPConfig, GPSampler, batch_at, build_sampler, task_generator
-from tnpx.data.gp_composite import CompositeGPConfig, CompositeGPSampler
+from tnpx.data.synthetic.gp_composite import CompositeGPConfig, CompositeGPSampler
 from tnpx.evaluation.protocol import evaluate
 from tnpx.kernels import KERNELS
 from tnpx.models import build_model

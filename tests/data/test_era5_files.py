@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 import tnpx.data.era5 as era5
-import tnpx.data.era5_files as era5_files
-import tnpx.data.era5_regions as era5_regions
+import tnpx.data.era5.files as era5_files
+import tnpx.data.era5.regions as era5_regions
 from tnpx.data.base import batch_at
 from tnpx.data.era5 import ERA5Config, ERA5Sampler
 

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 import tnpx.data.era5 as era5
-import tnpx.data.era5_files as era5_files
+import tnpx.data.era5.files as era5_files
 from tnpx.data.base import batch_at
 from tnpx.data.era5 import STANDIN_REGIONS, ERA5Config, ERA5Sampler, select_region
 

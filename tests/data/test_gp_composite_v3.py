@@ -13,7 +13,7 @@ import yaml
 from torch.testing import assert_close
 
 from tnpx.data import batch_at, build_sampler
-from tnpx.data.gp import JITTER
+from tnpx.data.synthetic.gp import JITTER
 from tnpx.kernels import ALL_KERNELS, TREND_KERNELS, kernel_matrix, kernel_matrix_mixed
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -13,7 +13,7 @@ import torch
 from small_grids import CONFIG, WINDOW, grid, grid_file, indices, make_dataset, points
 
 from tnpx.data import batch_at
-from tnpx.data.era5_regions import time_values
+from tnpx.data.field_arrays import time_values
 from tnpx.data.grid import GridSampler
 
 
@@ -115,7 +115,7 @@ def reads(monkeypatch):
 
 
 def test_lazy_reading_gives_the_same_batches_and_never_the_whole_variable(nc, reads, monkeypatch):
-    import tnpx.data.grid_windows as grid_windows
+    import tnpx.data.grid.windows as grid_windows
 
     monkeypatch.setattr(grid_windows, "SCAN_BYTES", 8_000)  # blocks of a few time steps
     options = {"y": ["t2m", "u"], "static": ["z"]}

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from tnpx.data import build_sampler
-from tnpx.data.user_files import DataError
+from tnpx.user_files import DataError
 
 xr = pytest.importorskip("xarray")
 pytest.importorskip("netCDF4")

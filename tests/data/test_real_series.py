@@ -1,4 +1,4 @@
-"""Measured series shipped inside statsmodels (tnpx.data.real_series)."""
+"""Measured series shipped inside statsmodels (tnpx.data.synthetic.real_series)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import sys
 import numpy as np
 import pytest
 
-from tnpx.data.real_series import SERIES, load_series
+from tnpx.data.synthetic.real_series import SERIES, load_series
 
 datasets = pytest.importorskip("statsmodels.datasets", reason="needs the real-data extra")
 

@@ -1,4 +1,4 @@
-"""The sawtooth task sampler (tnpx.data.sawtooth), 1D and 2D, full and restricted."""
+"""The sawtooth task sampler (tnpx.data.synthetic.sawtooth), 1D and 2D, full and restricted."""
 
 from __future__ import annotations
 

@@ -18,8 +18,8 @@ from tnpx.cli import main
 from tnpx.config import load_config
 from tnpx.data import SPLITS, batch_at, build_sampler
 from tnpx.data.stations import StationsSampler
-from tnpx.data.user_files import DataError
 from tnpx.training.loop import build_train_sampler, validation_ll
+from tnpx.user_files import DataError
 
 SPLIT_NAMES = list(SPLITS)
 COLUMNS = {"time": "time", "coords": ["lat", "lon"], "y": ["temp"], "station": "station"}

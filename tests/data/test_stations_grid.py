@@ -1,4 +1,4 @@
-"""A gridded field as extra context of the ``stations`` source (tnpx.data.stations_grid), its
+"""A gridded field as extra context of the ``stations`` source (tnpx.data.stations.grid), its
 batches: one context set of grid cells and stations with per-output masks, each cell's inputs
 and value re-derived in float64 from the grid, the grid time step each task reads, the grid
 normalised on the training tasks' steps only, missing grid values masked, lazy and in-memory
@@ -23,9 +23,9 @@ from stations_grid_data import (
 )
 
 from tnpx.data import batch_at
-from tnpx.data.era5_regions import time_values
+from tnpx.data.field_arrays import time_values
 from tnpx.data.stations import StationsSampler
-from tnpx.data.stations_grid import GridContext
+from tnpx.data.stations.grid import GridContext
 
 # The shared fixtures (grid, nc, stations), imported apart so the noqa covers them only.
 # isort: split

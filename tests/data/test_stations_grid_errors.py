@@ -1,4 +1,4 @@
-"""A grid that does not fit the ``stations`` source's readings (tnpx.data.stations_grid),
+"""A grid that does not fit the ``stations`` source's readings (tnpx.data.stations.grid),
 named in one line: a missing variable or dim, a task the grid's time does not cover, dates
 against numbers, coordinates in other units, bad ``grid:`` options, a grid variable named as a
 station output."""
@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 from stations_grid_data import make_stations, sampler_of
 
-from tnpx.data.user_files import DataError
+from tnpx.user_files import DataError
 
 # The shared fixtures (grid, nc, stations), imported apart so the noqa covers them only.
 # isort: split

@@ -1,4 +1,4 @@
-"""Training with a grid as extra context of the ``stations`` source (tnpx.data.stations_grid):
+"""Training with a grid as extra context of the ``stations`` source (tnpx.data.stations.grid):
 a model given the grid predicts the stations better than one without it, and ``tnpx train`` /
 ``tnpx eval`` run end to end with ``missing_outputs: true``, the grid's normalisation stored."""
 

@@ -12,7 +12,7 @@ from table_curves import SPLIT_NAMES, columns, curves, key_of, normalised, one_l
 
 from tnpx.data import batch_at, build_sampler, task_generator
 from tnpx.data.table import TableSampler
-from tnpx.data.user_files import DataError
+from tnpx.user_files import DataError
 
 # --- reading ---------------------------------------------------------------------------------
 

@@ -12,7 +12,7 @@ from table_curves import SPLIT_NAMES, curves, one_line
 
 from tnpx.data import batch_at, build_sampler
 from tnpx.data.table import TableSampler
-from tnpx.data.user_files import DataError
+from tnpx.user_files import DataError
 
 # --- bad data: one line naming the file, the column and the task ------------------------------
 

@@ -18,9 +18,9 @@ from tnpx.batch import Batch, observed_mean, observed_score, output_means
 from tnpx.data import SPLITS, batch_at
 from tnpx.data.stations import StationsSampler
 from tnpx.data.table import TableSampler
-from tnpx.data.user_files import DataError
 from tnpx.evaluation.protocol import Z95, evaluate
 from tnpx.evaluation.user_tasks import evaluate_tasks, per_task
+from tnpx.user_files import DataError
 
 SMALL = dict(dim_model=16, n_layers=1, n_heads=2, dim_head=8, dim_ff=16)
 

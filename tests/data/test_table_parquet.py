@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from tnpx.data import SPLITS, batch_at, build_sampler
-from tnpx.data.user_files import DataError
+from tnpx.user_files import DataError
 
 pytest.importorskip("pyarrow", reason="Parquet needs pyarrow: pip install 'tnpx[parquet]'")
 

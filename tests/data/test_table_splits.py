@@ -1,4 +1,4 @@
-"""Honest splits of the ``table`` source (tnpx.data.table_splits): whole tasks held out by a
+"""Honest splits of the ``table`` source (tnpx.data.table.splits): whole tasks held out by a
 hash of their key (the default), by time (the latest tasks are test) or by region (whole
 regions held out, listed or hashed); bad options and data named in one line."""
 
@@ -10,7 +10,7 @@ import pytest
 
 from tnpx.data import SPLITS, batch_at, build_sampler
 from tnpx.data.table import TableSampler
-from tnpx.data.user_files import DataError
+from tnpx.user_files import DataError
 
 SPLIT_NAMES = list(SPLITS)
 REGIONS = ["north", "south", "east", "west", "alps", "coast", "delta", "plain", "moor", "fen"]

@@ -16,7 +16,7 @@ import tnpx
 pytest.importorskip("statsmodels.datasets", reason="needs the real-data extra")
 from experiments import pretrained_real as pr  # noqa: E402
 from experiments.pretrained_real_gp import fit_series_gp, periodogram_peak  # noqa: E402
-from tnpx.data.real_series import load_series  # noqa: E402
+from tnpx.data.synthetic.real_series import load_series  # noqa: E402
 
 # End to end through the lab's scripts or a subprocess: `make test-slow` (CI runs it).
 pytestmark = pytest.mark.slow

@@ -31,11 +31,11 @@ from tnpx.apply.unit_choice import ExtrapolationLimits, target_distance
 from tnpx.checkpoint import read_checkpoint
 from tnpx.config import config_from_dict, load_config
 from tnpx.data import batch_at
-from tnpx.data.user_files import DataError
 from tnpx.evaluation.extrapolation import DEFAULT_EDGES, PROFILE_TARGETS, prior_profile_sampler
 from tnpx.evaluation.protocol import build_test_sampler
 from tnpx.kernels_anisotropic import anisotropic_kernel_matrix
 from tnpx.training.loop import fit
+from tnpx.user_files import DataError
 from tnpx.zoo import HERE
 
 NAME = "gp2d-te-tnp-rope"  # the zoo name (and long run) --ship knows

@@ -1,5 +1,5 @@
 """A gridded field as context rows, for predicting with a checkpoint trained on stations with a
-grid as extra context (:mod:`tnpx.data.stations_grid`).
+grid as extra context (:mod:`tnpx.data.stations.grid`).
 
 Such a model reads a task's context as one set of points whose outputs are the stations' then
 the grid's, each point missing the other set's. :func:`tnpx.predict` takes that context as one
@@ -32,16 +32,16 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..data.grid_cells import cell_coords, read_cells
-from ..data.grid_files import open_grid
-from ..data.stations_grid_match import (
+from ..data.grid.cells import cell_coords, read_cells
+from ..data.grid.files import open_grid
+from ..data.stations.grid_match import (
     GridOptions,
     StationSide,
     match_steps,
     space_dims,
     task_times,
 )
-from ..data.user_files import as_list
+from ..user_files import as_list
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd

@@ -68,7 +68,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from ..data.user_files import DataError, read_table  # noqa: F401 (part of this module's API)
+from ..user_files import DataError, read_table  # noqa: F401 (part of this module's API)
 from .predict_steps import (  # noqa: F401 (can_stream ... prediction_frame: this module's API)
     DEFAULT_DOMAIN,
     Options,

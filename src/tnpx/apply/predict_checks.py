@@ -1,5 +1,5 @@
 """The checks of :mod:`tnpx.apply.predict_steps`: each value a prediction takes or gives, or a
-table with nothing to predict, fails as one :class:`~tnpx.data.user_files.DataError` that
+table with nothing to predict, fails as one :class:`~tnpx.user_files.DataError` that
 names the table, the row and the column (never a NaN or an overflow further on)."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..data.user_files import DataError, Table
 from ..input_checks import max_abs_input
+from ..user_files import DataError, Table
 
 if TYPE_CHECKING:  # pandas is imported where it is used, so `import tnpx` stays light
     import pandas as pd

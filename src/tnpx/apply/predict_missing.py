@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..data.user_files import DataError, Dropped, Table, column_names, numeric_block
+from ..user_files import DataError, Dropped, Table, column_names, numeric_block
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -37,7 +37,7 @@ def context_values(
     output, are dropped into ``dropped`` where it is given (one warning at the end).
 
     Raises:
-        DataError: as :func:`tnpx.data.user_files.numeric_block`; a missing output for a
+        DataError: as :func:`tnpx.user_files.numeric_block`; a missing output for a
             model that does not read them, or a row without any output, without ``dropped``.
     """
     cols = [*x_cols, *y_cols]

@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
-from ..data.user_files import Dropped, Table, choose_columns, numeric_block, read_table, warn_user
 from ..units import UnitMap
+from ..user_files import Dropped, Table, choose_columns, numeric_block, read_table, warn_user
 from .predict_checks import check_finite_result, check_model_range, check_units, no_targets
 from .predict_missing import context_values, masked_outputs
 from .table_chunks import Chunks, open_chunked

@@ -39,10 +39,10 @@ from __future__ import annotations
 import torch
 from torch.distributions import Distribution
 
-from ..data.user_files import DataError
 from ..models.base import ContextEncoding, NeuralProcess
 from ..nn.causal import join_masks
 from ..units import Affine, UnitMap, in_user_units
+from ..user_files import DataError
 
 SCALINGS = ("auto", "stored", "none")  # ContextStream's scaling
 

@@ -1,7 +1,7 @@
 """A user's table a chunk of rows at a time, so that a long target file is never held whole.
 
 A CSV file is read by pandas ``chunksize`` rows at a time, with the options and the errors of
-:func:`tnpx.data.user_files.read_table`; each chunk is a :class:`~tnpx.data.user_files.Table`
+:func:`tnpx.user_files.read_table`; each chunk is a :class:`~tnpx.user_files.Table`
 whose ``offset`` keeps the row numbers in messages those of the whole file. A DataFrame or
 NetCDF file is already whole in memory, and is cut into slices.
 """
@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..data.user_files import CSV_OPTIONS, Table, csv_errors, is_netcdf, read_table
+from ..user_files import CSV_OPTIONS, Table, csv_errors, is_netcdf, read_table
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -26,7 +26,7 @@ def open_chunked(source, role: str, rows: int | None) -> tuple[Table, Chunks]:
     Call the function again for a second pass: a file is read again.
 
     Raises:
-        DataError: as :func:`tnpx.data.user_files.read_table`, for the header at once, for a
+        DataError: as :func:`tnpx.user_files.read_table`, for the header at once, for a
             row when its chunk is read.
     """
     if rows is not None and isinstance(source, (str, Path)) and not is_netcdf(Path(source)):

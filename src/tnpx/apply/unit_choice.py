@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..data.user_files import DataError, column_names, warn_user
 from ..units import Affine, UnitMap, box_pairs, no_spread, range_onto_box, standardising
+from ..user_files import DataError, column_names, warn_user
 
 
 def reference_ranges(xc: np.ndarray, xt: np.ndarray, x_cols: list) -> np.ndarray:

@@ -42,7 +42,7 @@ def _suggest(args) -> int:
     import torch
 
     from ..bo.suggestion import suggest
-    from ..data.user_files import numeric_rows, read_table
+    from ..user_files import numeric_rows, read_table
 
     table = read_table(args.observations, "observations")
     columns = list(table.frame.columns)

@@ -9,14 +9,20 @@ from dataclasses import fields
 from .base import SPLITS, TaskSampler, batch_at, task_generator
 from .custom import checked_source, is_custom_name, load_custom
 from .era5 import ERA5Config, ERA5Sampler
-from .gp import GPConfig, GPSampler
-from .gp2d_composite import GP2DCompositeConfig, GP2DCompositeSampler
-from .gp_composite import CompositeGPConfig, CompositeGPSampler
 from .grid import GridConfig, GridSampler
 from .images import ImageConfig, ImageSampler
 from .kolmogorov import KolmogorovConfig, KolmogorovSampler
-from .sawtooth import SawtoothConfig, SawtoothSampler
 from .stations import StationsConfig, StationsSampler
+from .synthetic import (
+    CompositeGPConfig,
+    CompositeGPSampler,
+    GP2DCompositeConfig,
+    GP2DCompositeSampler,
+    GPConfig,
+    GPSampler,
+    SawtoothConfig,
+    SawtoothSampler,
+)
 from .table import TableConfig, TableSampler
 
 SAMPLERS = {

@@ -16,7 +16,7 @@ import torch
 
 from ..checkpoint import experiment_from_record, model_from_record, read_checkpoint
 from ..data import batch_at, build_sampler
-from ..data.gp_composite import single_kernel_options
+from ..data.synthetic.gp_composite import single_kernel_options
 from ..evaluation.protocol import Metrics, build_test_sampler, evaluate
 from ..kernels import KERNELS
 from ..models import build_model

@@ -77,7 +77,7 @@ def profile_targets(cfg: ExperimentConfig) -> dict:
     if name != PRIOR_2D:
         priors = ", ".join((*PRIORS_1D, PRIOR_2D))
         raise ValueError(f"{cfg.name}: a prior profile needs {priors} data, got {name!r}")
-    from ..data.gp2d_composite import GP2DCompositeConfig
+    from ..data.synthetic.gp2d_composite import GP2DCompositeConfig
 
     low, high = cfg.data_options(test=True).get("box", GP2DCompositeConfig().box)
     reach = DEFAULT_EDGES[-1] * (high - low)

@@ -126,7 +126,7 @@ class GPOracle(NeuralProcess):
 
     def predict_batch(self, batch: Batch):
         needed = ("kernel", "lengthscale", "period", "variance", "noise_ctx", "noise_tgt")
-        if "transform" in batch.info:  # anisotropic kernels (tnpx.data.gp2d_composite)
+        if "transform" in batch.info:  # anisotropic kernels (tnpx.data.synthetic.gp2d_composite)
             needed = ("kernel", "transform", "variance", "noise_ctx", "noise_tgt")
         if not all(k in batch.info for k in needed):
             return super().predict_batch(batch)

@@ -1,0 +1,297 @@
+"""Gridded data as a task source: a task is a window cut from an xarray Dataset (NetCDF files,
+a Zarr store, or a Dataset in memory), its points drawn as context and targets.
+
+    data: {name: grid, path: t2m.nc, y: [t2m], window: {lat: 15, lon: 15, time: 5}}
+
+Any variable and dimension names: the outputs ``y`` share their dims, every dim gets a window
+length, and a window is that many consecutive grid points of each dim. The inputs are the dims'
+coordinates (times as hours since 1970-01-01, :mod:`tnpx.data.grid.files`) and any static
+inputs (elevation on (lat, lon), say). Whole windows are held out for validation and test: the
+last stretches of one dim (a period) or boxes of coordinates (regions, periods), and no window
+of one split shares a cell with a window of another. Inputs and outputs are normalised with
+the mean and standard deviation of the training split alone, one affine map per column for
+every split, so an input keeps its meaning; training stores it in the checkpoint
+(:attr:`GridSampler.normalisation`) and ``tnpx predict`` / ``tnpx eval`` map with it.
+
+Data larger than ``memory_limit_mb`` stays on disk (``load: auto``): a batch reads just its
+windows from the file, and the one pass at start-up (complete windows, statistics) reads a block
+at a time (:mod:`tnpx.data.grid.windows`). A window holding a missing value (NaN) of an output
+or static input is never drawn; one warning counts those windows. Bad data raises a
+:class:`~tnpx.user_files.DataError` of one line naming the file and the variable.
+
+The TE-4 temperature sampler (:mod:`tnpx.data.era5`) is this source with TE-4's layout and its
+region statistics.
+
+    >>> import numpy as np, xarray as xr
+    >>> from tnpx.data import batch_at
+    >>> t = np.arange(60.0)
+    >>> data = xr.Dataset({"v": (("time", "x"), np.sin(t[:, None] + np.arange(12.0)))},
+    ...                   coords={"time": t, "x": np.arange(12.0)})
+    >>> sampler = GridSampler.from_dataset(data, y=["v"], window={"time": 5, "x": 4})
+    >>> batch = batch_at(sampler, step=0, split="val")
+    >>> batch.xc.shape[-1], batch.xc.shape[1] + batch.xt.shape[1]
+    (2, 20)
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, ClassVar
+
+import torch
+
+from ...batch import Batch
+from ...input_checks import check_option
+from ...user_files import DataError, as_list, warn_user
+from ..base import SPLITS, TaskSampler, randint
+from .config import GridConfig
+from .files import GridData, open_grid
+from .splits import split_regions, why_empty
+from .windows import Windows, scan
+
+if TYPE_CHECKING:  # pragma: no cover
+    import xarray
+
+
+class GridSampler(TaskSampler):
+    """Batches of windows of a grid; see :class:`GridConfig` and the module docstring.
+
+    ``Batch.info["origin"]`` ``[batch, len(x)]`` holds the coordinates (inputs' units) of each
+    window's first grid point, in the order of the dim inputs. ``normalisation``: fixed maps
+    (in :attr:`normalisation`'s form) used instead of fitting them.
+    """
+
+    splits_tasks: ClassVar[bool] = True
+
+    def __init__(
+        self,
+        config: GridConfig | None = None,
+        batch_size: int = 16,
+        seed: int = 0,
+        dataset: xarray.Dataset | None = None,
+        normalisation: dict | None = None,
+    ):
+        self.config = c = config or GridConfig()
+        self.y, self.static = as_list(c.y), as_list(c.static)
+        self.n_points, self.min_ctx, self.max_ctx = _check_options(c, self.y, dataset is not None)
+        self.batch_size, self.seed = batch_size, seed
+        self.data = data = open_grid(
+            c.path if dataset is None else dataset, self.y, self.static, c.select, c.static_path
+        )
+        self.window = _window(data, c.window)
+        self.x = _inputs(data, c.x)
+        self.dim_x, self.dim_y = len(self.x) + len(self.static), len(self.y)
+        regions = split_regions(data, c, self.window)
+        if c.load == "memory" or (c.load == "auto" and data.nbytes <= c.memory_limit_mb * 2**20):
+            data.load()
+        self._windows, moments = scan(data, self.window, regions, regions["train"])
+        _check_clear(data, self._windows, self.window)
+        if normalisation is None:
+            moments.check(data)
+            normalisation = moments.normalisation(data, self.x, c.normalise)
+        else:  # given maps (TE-4's, a checkpoint's) need no training data, only its columns
+            _check_given(normalisation, [*self.x, *self.static], self.y)
+        self._normalisation = normalisation
+        as64 = {"dtype": torch.float64}
+        self._loc = {k: torch.tensor(normalisation[k]["loc"], **as64) for k in "xy"}
+        self._scale = {k: torch.tensor(normalisation[k]["scale"], **as64) for k in "xy"}
+        self._coords = {d: torch.from_numpy(v) for d, v in data.coords.items()}
+        self._statics = {s: torch.from_numpy(v) for s, (_, v) in data.statics.items()}
+        _check_windows(data, self._windows, self.window)
+
+    @classmethod
+    def from_dataset(
+        cls,
+        dataset: xarray.Dataset,
+        batch_size: int = 16,
+        seed: int = 0,
+        normalisation: dict | None = None,
+        **options,
+    ) -> GridSampler:
+        """A sampler over an ``xarray.Dataset``; ``options`` as :class:`GridConfig`'s (not
+        ``path``)."""
+        if "path" in options:
+            raise ValueError("from_dataset reads the Dataset given; path is not an option here")
+        return cls(GridConfig(**options), batch_size, seed, dataset, normalisation)
+
+    @property
+    def normalisation(self) -> dict:
+        """The affine maps of every split, ``value_model = (value - loc) / scale`` per input
+        column (``x``, then the static inputs) and per output, as plain lists (storable)."""
+        return self._normalisation
+
+    def windows(self, split: str = "train") -> Windows:
+        """The windows ``split`` draws from (``len``: how many)."""
+        check_option("split", split, tuple(SPLITS))
+        if split not in self._windows:
+            raise ValueError(f"grid: the {split} split has no windows ({why_empty(self.config)})")
+        return self._windows[split]
+
+    def standardise(
+        self, x: torch.Tensor | None = None, y: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+        """Inputs ``[..., dim_x]`` / outputs ``[..., dim_y]`` in the data's units to model units."""
+        x = None if x is None else (x - self._loc["x"].to(x)) / self._scale["x"].to(x)
+        y = None if y is None else (y - self._loc["y"].to(y)) / self._scale["y"].to(y)
+        return x, y
+
+    def to_physical(
+        self, x: torch.Tensor | None = None, y: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+        """Undo :meth:`standardise` (float64)."""
+        x = None if x is None else x.double() * self._scale["x"] + self._loc["x"]
+        y = None if y is None else y.double() * self._scale["y"] + self._loc["y"]
+        return x, y
+
+    def window_points(self, origin: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Inputs ``[b, N, dim_x]`` and outputs ``[b, N, dim_y]`` (float64, the data's units)
+        of the windows starting at ``origin [b, n_dims]``, points in the data's dim order."""
+        b, dims = origin.shape[0], self.data.dims
+        shape = (b, *self.window)
+        index = []
+        for d, w in enumerate(self.window):
+            view = [b] + [1] * len(dims)
+            view[d + 1] = w
+            index.append((origin[:, d : d + 1] + torch.arange(w)).view(view).expand(shape))
+        columns = [self._coords[d][index[dims.index(d)]] for d in self.x]
+        for name, (own, _) in self.data.statics.items():
+            columns.append(self._statics[name][tuple(index[dims.index(d)] for d in own)])
+        x = torch.stack(columns, -1).reshape(b, -1, self.dim_x)
+        blocks = [self.data.read(o, self.window) for o in origin.tolist()]  # [n_y, *window]
+        y = torch.stack([torch.from_numpy(block) for block in blocks]).movedim(1, -1)
+        return x, y.reshape(b, -1, self.dim_y).double()
+
+    def sample(
+        self, generator: torch.Generator, batch_size: int | None = None, split: str = "train"
+    ) -> Batch:
+        """One batch of ``split``'s windows drawn with ``generator`` only: ``xc [batch, n_ctx,
+        dim_x]``, ``yc [batch, n_ctx, dim_y]``, ``xt [batch, N - n_ctx, dim_x]``, ``yt``; each
+        task is one window, its points shuffled, the first ``n_ctx`` context."""
+        windows, g = self.windows(split), generator
+        b = batch_size or self.batch_size
+        n_ctx = randint(g, self.min_ctx, self.max_ctx)
+        origin = windows.draw(g, b)
+        x, y = self.window_points(origin)
+        order = torch.rand(b, self.n_points, generator=g).argsort(dim=1)[..., None]
+        x = x.gather(1, order.expand(-1, -1, self.dim_x))
+        x, y = self.standardise(x, y.gather(1, order.expand(-1, -1, self.dim_y)))
+        x, y = x.float(), y.float()
+        dims = self.data.dims
+        first = [self._coords[d][origin[:, dims.index(d)]] for d in self.x]
+        info = {"origin": torch.stack(first, -1)}
+        return Batch(x[:, :n_ctx], y[:, :n_ctx], x[:, n_ctx:], y[:, n_ctx:], info=info)
+
+
+def context_range(n_points: int, min_frac: float, max_frac: float) -> tuple[int, int]:
+    """``(min_ctx, max_ctx)``: ``ceil(N min_frac)`` and ``floor(N max_frac)`` for a window of
+    ``N = n_points``, at least one context point and one target."""
+    if not 0 < min_frac <= max_frac < 1:
+        raise ValueError(f"need 0 < min_ctx_frac <= max_ctx_frac < 1, got {min_frac}, {max_frac}")
+    min_ctx = max(1, math.ceil(n_points * min_frac - 1e-9))
+    max_ctx = min(n_points - 1, math.floor(n_points * max_frac + 1e-9))
+    if min_ctx > max_ctx:
+        raise ValueError(
+            f"a window of {n_points} points leaves no context size between {min_frac} N and "
+            f"{max_frac} N (with >= 1 target)"
+        )
+    return min_ctx, max_ctx
+
+
+# -- options -----------------------------------------------------------------------------------
+def _check_options(c: GridConfig, y: list, has_dataset: bool) -> tuple[int, int, int]:
+    """``(N, min_ctx, max_ctx)``; a ``ValueError`` for an option out of range."""
+    if c.path is None and not has_dataset:
+        raise ValueError("data sampler 'grid' needs path: a NetCDF file, files or Zarr store")
+    if not y:
+        raise ValueError("grid: name the output variable(s) (y: [VARIABLE, ...])")
+    sizes = dict(c.window or {})
+    if not sizes or not all(isinstance(n, int) and n >= 1 for n in sizes.values()):
+        raise ValueError(f"grid: window must map each dim to a positive length, got {sizes!r}")
+    check_option("load", c.load, ("auto", "memory", "lazy"))
+    if c.split_dim is not None and (c.val_select or c.test_select):
+        raise ValueError("grid: split_dim cuts stretches; val_select/test_select give boxes: one")
+    if not 0 <= c.val_fraction < 1 or not 0 <= c.test_fraction < 1:
+        raise ValueError("grid: val_fraction and test_fraction must lie in [0, 1)")
+    if c.val_fraction + c.test_fraction >= 1:
+        raise ValueError("grid: val_fraction + test_fraction must leave training data (< 1)")
+    n_points = math.prod(sizes.values())
+    return (n_points, *context_range(n_points, c.min_ctx_frac, c.max_ctx_frac))
+
+
+def _window(data: GridData, window: dict[str, int]) -> tuple[int, ...]:
+    """Window lengths in the data's dim order, each checked against the data."""
+    outputs = ", ".join(map(repr, data.y))
+    for dim in window:
+        if dim not in data.dims:
+            raise DataError(
+                f"{data.name}: window names dim {dim!r}, which {outputs} do not have; their "
+                f"dims are ({', '.join(data.dims)})"
+            )
+    unnamed = [d for d in data.dims if d not in window]
+    if unnamed:
+        raise DataError(
+            f"{data.name}: window must name every dim of {outputs}; missing {unnamed} (a dim "
+            "a task does not span takes length 1)"
+        )
+    for dim, n in zip(data.dims, data.sizes):
+        if window[dim] > n:
+            raise DataError(
+                f"{data.name}: window {dim}={window[dim]} is longer than the {n} {dim} points "
+                f"of {outputs}"
+            )
+    return tuple(window[d] for d in data.dims)
+
+
+def _inputs(data: GridData, x: list[str] | None) -> list[str]:
+    """The dims that are inputs, in input order (default: the data's, ``time`` last)."""
+    if x is None:
+        return [d for d in data.dims if d != "time"] + ["time"] * ("time" in data.dims)
+    for dim in x:
+        if dim not in data.dims or x.count(dim) > 1:
+            raise DataError(
+                f"{data.name}: x must name dims of {data.y} at most once each, got {x} (dims: "
+                f"{', '.join(data.dims)})"
+            )
+    return list(x)
+
+
+# -- checks and statistics ---------------------------------------------------------------------
+def _check_given(normalisation: dict, x: list[str], y: list[str]) -> None:
+    for side, columns in (("x", x), ("y", y)):
+        given = list(normalisation[side]["columns"])
+        if given != columns:
+            raise ValueError(f"grid: the normalisation's {side} columns {given} are not {columns}")
+
+
+def _shape(data: GridData, window) -> str:
+    return " × ".join(f"{d}={w}" for d, w in zip(data.dims, window))
+
+
+def _check_clear(data: GridData, windows: dict[str, Windows], window) -> None:
+    """Training windows must fit beside the ``val_select`` / ``test_select`` boxes."""
+    if len(windows["train"]) == 0 and not windows["train"].excluded:
+        raise DataError(
+            f"{data.name}: no {_shape(data, window)} window of the train split lies clear of "
+            "val_select and test_select; make them smaller"
+        )
+
+
+def _check_windows(data: GridData, windows: dict[str, Windows], window) -> None:
+    """A split without a complete window is an error; one warning counts the windows left out
+    for a missing value."""
+    shape = _shape(data, window)
+    outputs = " or ".join(map(repr, [*data.y, *data.statics]))
+    for split, found in windows.items():
+        if len(found) == 0:
+            raise DataError(
+                f"{data.name}: no {shape} window of the {split} split is free of missing values "
+                f"of {outputs}"
+            )
+    excluded = {s: w.excluded for s, w in windows.items() if w.excluded}
+    if excluded:
+        total = sum(len(w) + w.excluded for w in windows.values())
+        counts = ", ".join(f"{s} {n}" for s, n in excluded.items())
+        warn_user(
+            f"{data.name}: {sum(excluded.values())} of {total} {shape} windows hold a missing "
+            f"value of {outputs} and are never drawn ({counts})"
+        )

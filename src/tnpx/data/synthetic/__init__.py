@@ -1,0 +1,34 @@
+"""Task sources drawn from priors, and measured series for zero-shot checks.
+
+- :mod:`~tnpx.data.synthetic.gp`: the 1D/2D GP prior (:class:`GPConfig`, :class:`GPSampler`).
+- :mod:`~tnpx.data.synthetic.gp_composite`: the broader 1D prior of the v2 / v3 zoo
+  (:class:`CompositeGPConfig`, :class:`CompositeGPSampler`).
+- :mod:`~tnpx.data.synthetic.gp2d_composite`: the 2D zoo's anisotropic prior
+  (:class:`GP2DCompositeConfig`, :class:`GP2DCompositeSampler`).
+- :mod:`~tnpx.data.synthetic.sawtooth`: sawtooth waves (:class:`SawtoothConfig`,
+  :class:`SawtoothSampler`).
+- :mod:`~tnpx.data.synthetic.real_series`: measured 1D series shipped inside statsmodels
+  (:data:`SERIES`, :class:`RealSeries`, :func:`load_series`), for zero-shot evaluation.
+"""
+
+from __future__ import annotations
+
+from .gp import GPConfig, GPSampler
+from .gp2d_composite import GP2DCompositeConfig, GP2DCompositeSampler
+from .gp_composite import CompositeGPConfig, CompositeGPSampler
+from .real_series import SERIES, RealSeries, load_series
+from .sawtooth import SawtoothConfig, SawtoothSampler
+
+__all__ = [
+    "SERIES",
+    "CompositeGPConfig",
+    "CompositeGPSampler",
+    "GP2DCompositeConfig",
+    "GP2DCompositeSampler",
+    "GPConfig",
+    "GPSampler",
+    "RealSeries",
+    "SawtoothConfig",
+    "SawtoothSampler",
+    "load_series",
+]

@@ -1,0 +1,48 @@
+"""The options of the ``table`` source (:mod:`tnpx.data.table`): which columns are what, how
+each task's points become context and targets, and how tasks are held out. The checks and the
+splitting read them; ``stations`` shares :class:`TaskDraws`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class TaskDraws:
+    """How each task's points become context and targets, and how many tasks are held out:
+    the options the ``table`` source and those built on it (``stations``) share."""
+
+    min_ctx: int = 1
+    max_ctx: int | None = None
+    ctx_fraction: list[float] = field(default_factory=lambda: [0.1, 0.9])
+    max_tgt: int | None = None
+    val_fraction: float = 0.1
+    test_fraction: float = 0.1
+    split_seed: int = 0
+    normalise: bool = True
+
+
+@dataclass
+class TableConfig(TaskDraws):
+    """Where the table is, which columns are what, and how tasks are split.
+
+    ``path``: a CSV or Parquet file (relative to the working folder). ``task``: the task-id
+    column(s); ``x``/``y``: the input and output columns. Each task's context is a fraction
+    ``U(ctx_fraction)`` of its points, clipped to ``[min_ctx, n - 1]`` and to ``max_ctx``; the
+    rest are targets, at most ``max_tgt``. ``val_fraction``/``test_fraction`` of the tasks
+    (rounded) are held out, chosen by ``split_by``: ``task`` (a hash of each task's key and
+    ``split_seed``, so a task's split depends neither on the sampler's seed nor on the order
+    of rows), ``time`` (the latest tasks by ``split_column``) or ``region`` (whole regions of
+    ``split_column``: those in ``val_regions``/``test_regions``, or hashed with the fractions
+    counting regions); see :mod:`tnpx.data.table.splits`. A missing ``y`` value is masked
+    where the row has another output (:mod:`tnpx.data.table`); any other missing value is an error.
+    """
+
+    path: str | None = None
+    task: str | list[str] | None = None
+    x: str | list[str] = field(default_factory=list)
+    y: str | list[str] = field(default_factory=list)
+    split_by: str = "task"
+    split_column: str | None = None
+    val_regions: list | None = None
+    test_regions: list | None = None
