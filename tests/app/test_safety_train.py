@@ -12,7 +12,7 @@ import pytest
 import torch
 
 import tnpx
-import tnpx.training.loop as train_module
+import tnpx.training.session as train_module  # where the run builds its optimiser
 from conftest import small_model
 from tiny import tiny_overrides, write_tiny
 from tnpx.cli import main

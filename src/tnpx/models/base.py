@@ -1,4 +1,5 @@
-"""The ``NeuralProcess`` base class (the registry of models is :mod:`.registry`).
+"""The ``NeuralProcess`` base class (the registry of models is :mod:`.registry`, the context's
+encoding and mask :mod:`.context`).
 
 A model subclass declares a hyper-parameter dataclass ``Hyper``, its capabilities (class
 attributes: equivariances, ``predicts_jointly``, ``stochastic``, supported dims) and implements
@@ -23,7 +24,7 @@ and decoding recomputes the context per chunk).
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from typing import Any, ClassVar
 
 import torch
@@ -33,30 +34,8 @@ from torch.distributions import Distribution, Normal
 from ..batch import Batch, check_mask, observed_score, partly_missing
 from ..input_checks import validate_inputs
 from ..likelihoods import HeadHyper, likelihood_head  # noqa: F401 (the models' head options)
+from .context import ContextEncoding, RawContext, per_output_mask
 from .registry import missing_outputs_models, missing_outputs_refusal
-
-
-@dataclass
-class ContextEncoding:
-    """A model's representation of a context set, from :meth:`NeuralProcess.encode_context`.
-
-    ``state`` is model-specific (a dataclass of the tensors the decoder reads); ``batch`` is
-    the number of tasks, so that targets for the wrong number of tasks are rejected with a
-    clear message."""
-
-    model: str
-    batch: int
-    state: Any
-
-
-@dataclass
-class RawContext:
-    """The context state of a model that cannot encode a context on its own: the inputs,
-    kept for decoding (which recomputes the context per call)."""
-
-    xc: torch.Tensor
-    yc: torch.Tensor
-    mask_c: torch.Tensor | None
 
 
 class NeuralProcess(nn.Module):
@@ -194,7 +173,7 @@ class NeuralProcess(nn.Module):
     ) -> Distribution:
         yc, mask_yc = self._observed_outputs(yc, mask_yc)
         xc, yc, xt, mask_c = self._validate(xc, yc, xt, mask_c)
-        return self._predict(xc, yc, xt, _per_output(mask_c, mask_yc, yc))
+        return self._predict(xc, yc, xt, per_output_mask(mask_c, mask_yc, yc))
 
     def _predict(self, xc, yc, xt, mask_c) -> Distribution:
         """The prediction for validated inputs: by default, the targets decoded from the
@@ -241,7 +220,7 @@ class NeuralProcess(nn.Module):
         result to :meth:`decode_targets`."""
         yc, mask_yc = self._observed_outputs(yc, mask_yc)
         xc, yc, _, mask_c = self._validate(xc, yc, xc[:, :0], mask_c)
-        state = self._encode_context(xc, yc, _per_output(mask_c, mask_yc, yc))
+        state = self._encode_context(xc, yc, per_output_mask(mask_c, mask_yc, yc))
         return ContextEncoding(self.name, xc.shape[0], state)
 
     def decode_targets(self, context: ContextEncoding, xt: torch.Tensor) -> Distribution:
@@ -351,15 +330,3 @@ class NeuralProcess(nn.Module):
         """The scalar that training minimises: by default the negative LL per target point,
         averaged over tasks. Latent-variable models override it (ELBO, importance-weighted)."""
         return -self.log_likelihood(batch).mean()
-
-
-def _per_output(
-    mask_c: torch.Tensor | None, mask_yc: torch.Tensor | None, yc: torch.Tensor
-) -> torch.Tensor | None:
-    """The context mask a model reading missing outputs receives: ``mask_c [batch, n_ctx]``
-    where nothing is missing, else ``[batch, n_ctx, dim_y]``, False at missing outputs and
-    at padding."""
-    if mask_yc is None:
-        return mask_c
-    mask_yc = mask_yc.to(yc.device)
-    return mask_yc if mask_c is None else mask_yc & mask_c[..., None]

@@ -6,58 +6,38 @@ checkpoint ends with exactly the weights of an uninterrupted run.
 
 Run directory (``train.out_dir``): ``config.yaml``, ``metrics.csv``, ``tensorboard/``,
 ``checkpoints/last.pt`` (training state, written atomically every ``checkpoint_every``
-steps and on SIGTERM/SIGINT) and ``model.pt`` (final weights). Reading and writing the
-checkpoint and the metrics log is :mod:`tnpx.training.state`, setting a run up (device,
-sampler, checks, fine-tuning's weights) :mod:`tnpx.training.setup`; this module is the loop.
+steps and on SIGTERM/SIGINT) and ``model.pt`` (final weights). This module is the loop; its
+parts are modules of their own: the set-up (:mod:`~tnpx.training.session`, with the helpers of
+:mod:`~tnpx.training.setup`), the step (:mod:`~tnpx.training.step`), validation
+(:mod:`~tnpx.training.validation`), the metrics log and progress bar
+(:mod:`~tnpx.training.progress`), why a run stops (:mod:`~tnpx.training.stopping`) and the
+files on disk (:mod:`~tnpx.training.state`).
 """
 
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import torch
 import torch.distributed as dist
 
-from ..checkpoint import load, save
-from ..config import ExperimentConfig, config_to_yaml
-from ..data import TaskSampler, batch_at
-from ..models import NeuralProcess, build_model
-from ..weight_init import initialise
+from ..checkpoint import load
+from ..config import ExperimentConfig
+from ..data import TaskSampler
+from ..models import NeuralProcess
 from .batches import BatchStream
-from .best import BestSoFar
-from .ema import WeightAverage
-from .guard import TrainingDiverged, all_finite, what_diverged
-from .optim import (
-    build_optimizer,
-    build_schedule,
-    clip_gradients,
-    evaluation_weights,
-    is_schedule_free,
-    parameter_groups,
-)
-from .setup import (
-    StopFlag,
-    build_train_sampler,
-    check_data_dims,
-    check_missing_outputs,
-    distributed,
-    initialise_from,
-    resolve_device,
-)
-from .state import (  # noqa: F401 (experiment_of: importable from here, as before)
-    MetricLog,
-    experiment_of,
-    last_checkpoint,
-    recorded_best,
-    recorded_ema,
-    recorded_seconds,
-    remove_stale_temporaries,
-    restore_training_state,
-    save_training_state,
-)
+from .guard import TrainingDiverged
+from .optim import is_schedule_free
+from .progress import Progress
+from .session import Session, open_session
+
+# importable from here, as before
+from .setup import StopFlag, build_train_sampler, initialise_from, resolve_device  # noqa: F401
+from .state import experiment_of, recorded_seconds, save_final_model  # noqa: F401
+from .step import train_step
+from .stopping import Stop, StopRules, patience_message
+from .validation import validate, validation_ll  # noqa: F401
 
 
 @dataclass
@@ -68,37 +48,6 @@ class TrainResult:
     final_loss: float
     stopped_early: bool
     train_seconds: float  # wall time of the training steps, summed over resumed runs
-
-
-class _Objective(torch.nn.Module):
-    """``model.training_loss(batch)`` as a module's forward, so that DDP (which hooks the
-    forward of the module it wraps) sees the whole loss computation."""
-
-    def __init__(self, model: NeuralProcess):
-        super().__init__()
-        self.model = model
-
-    def forward(self, batch) -> torch.Tensor:
-        return self.model.training_loss(batch)
-
-
-@torch.no_grad()
-def validation_ll(
-    model: NeuralProcess, sampler: TaskSampler, n_batches: int, device: torch.device
-) -> float:
-    """Mean LL per target on ``n_batches`` fixed held-out batches (split ``val``)."""
-    was_training = model.training
-    model.eval()
-    lls = [
-        model.log_likelihood(batch_at(sampler, i, split="val").to(device)) for i in range(n_batches)
-    ]
-    model.train(was_training)
-    return torch.cat(lls).mean().item()
-
-
-def _kept(ckpt_path: Path) -> str:
-    """What a diverged run leaves to resume from, for its message."""
-    return f"last good checkpoint: {ckpt_path}" if ckpt_path.exists() else "no checkpoint yet"
 
 
 def fit(
@@ -141,223 +90,76 @@ def _fit(
     stop: StopFlag,
     max_seconds: float | None = None,
 ) -> TrainResult:
-    rank, world = distributed()
-    device = resolve_device(cfg.train.device)
-    if device.type == "cuda" and world > 1:
-        device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0)))
-    out_dir = Path(cfg.train.out_dir)
-    ckpt_path = last_checkpoint(out_dir)
-    main = rank == 0
-    if main:
-        out_dir.mkdir(parents=True, exist_ok=True)
-        remove_stale_temporaries(out_dir)  # left by a write that was killed
-        (out_dir / "config.yaml").write_text(config_to_yaml(cfg))
-    sampler = sampler or build_train_sampler(cfg)
-    check_data_dims(cfg, sampler)
-
-    torch.manual_seed(cfg.train.seed)  # identical initial weights on every rank
-    model = build_model(
-        cfg.model["name"],
-        cfg.model.get("dim_x", 1),
-        cfg.model.get("dim_y", 1),
-        **cfg.model_options(),
-    ).to(device)
-    check_missing_outputs(cfg, sampler, model)
-    named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
-    if not named:
-        raise ValueError(f"model {cfg.model['name']!r} has no trainable parameters")
-    params = [p for _, p in named]
-    optimizer = build_optimizer(parameter_groups(named, cfg.optim), cfg.optim)
-    schedule = build_schedule(optimizer, cfg.schedule, cfg.train.steps)
-    start, seconds_before = 0, 0.0
-    resuming = resume and ckpt_path.exists()
-    if cfg.train.init_from and not resuming:
-        initialise_from(model, cfg.train.init_from)
-    elif not resuming:
-        initialise(model, cfg.train.weight_init)
-    best = BestSoFar.from_config(
-        cfg.train.keep_best, cfg.train.patience, recorded_best(ckpt_path) if resuming else None
-    )
-    if best.patience is not None and world > 1:
-        raise ValueError("train.patience needs a single process (validation runs on rank 0)")
-    if resuming:
-        start, seconds_before = restore_training_state(ckpt_path, model, optimizer, schedule)
-        done_before = start >= cfg.train.steps or best.stopped
-        if done_before and (out_dir / "model.pt").exists():
-            if main:
-                print(f"{out_dir}: finished ({start} of {cfg.train.steps} steps); nothing to do")
-            # The run's result is its model.pt (the best or averaged weights, if it kept them)
-            model.load_state_dict(load(out_dir / "model.pt").state_dict())
-            return TrainResult(model, out_dir, start, float("nan"), False, seconds_before)
-        if main:
-            print(f"resuming from {ckpt_path} at step {start}")
-    ema = _weight_average(cfg, model, ckpt_path if resuming else None, main)
-    evaluated = ema.module if ema is not None else model  # what validation and model.pt use
-    objective: torch.nn.Module = _Objective(model)
-    if world > 1:  # gradients are averaged across processes inside the wrapper's backward
-        objective = torch.nn.parallel.DistributedDataParallel(
-            objective, device_ids=[device.index] if device.type == "cuda" else None
+    run = open_session(cfg, resume, sampler)
+    if run.finished:  # resumed after its end: the result is its model.pt
+        return TrainResult(
+            run.model, run.out_dir, run.start, float("nan"), False, run.seconds_before
         )
-
-    t_start = time.perf_counter()
-
-    def elapsed() -> float:
-        return seconds_before + time.perf_counter() - t_start
-
-    def checkpoint(step: int) -> None:
-        if main:
-            save_training_state(
-                ckpt_path, model, optimizer, schedule, step, elapsed(), cfg, best.state(),
-                ema.state_dict() if ema is not None else None,
-            )  # fmt: skip
-
-    log = MetricLog(out_dir, main, start)
-    bar = _progress_bar(cfg, start) if main and cfg.train.progress else None
-    model.train()
-    with BatchStream(sampler, rank, cfg.train.prefetch) as batches:
-        loss_value, stopped, step = float("nan"), False, start
-        t_last, steps_since = time.perf_counter(), 0
-        for step in range(start, cfg.train.steps):
-            batch = batches.get(step).to(device)
-            loss = objective(batch)
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            clip_gradients(params, cfg.train.clip_value, cfg.train.clip_norm)
-            optimizer.step()
-            schedule.step()
-            if not all_finite(loss, params):  # before any checkpoint of this step's weights
-                log.close()
-                if bar is not None:  # so the error starts on a line of its own
-                    bar.close()
-                raise TrainingDiverged(
-                    f"{what_diverged(loss, named)} at step {step}; {_kept(ckpt_path)}"
-                )
-            if ema is not None:
-                ema.update(model)
-            loss_value, steps_since = loss.item(), steps_since + 1
-            done = step + 1
-            if bar is not None:
-                bar.update(1)
-                bar.set_postfix(loss=f"{loss_value:.3f}", refresh=False)
-            if done % cfg.train.log_every == 0 or done == cfg.train.steps:
-                now = time.perf_counter()
-                rate = steps_since / max(now - t_last, 1e-9)
-                t_last, steps_since = now, 0
-                val = ""
-                if main and (done % cfg.train.val_every == 0 or done == cfg.train.steps):
-                    batches.idle()  # the sampler serves one thread at a time
-                    with evaluation_weights(optimizer):  # schedule-free: its average
-                        val = validation_ll(evaluated, sampler, cfg.train.val_batches, device)
-                        if best.enabled and best.update(done, val):
-                            save(evaluated, out_dir / "best.pt", experiment=config_to_yaml(cfg))
-                    if bar is not None:
-                        bar.set_postfix(loss=f"{loss_value:.3f}", val_ll=f"{val:.3f}")
-                log.write(
-                    done,
-                    loss=loss_value,
-                    lr=schedule.get_last_lr()[0],
-                    steps_per_s=round(rate, 3),
-                    val_ll=val,
-                )
-            if best.stopped:  # patience: a finished run, with its best validated weights
-                if main:
-                    print(
-                        f"stopped at step {done}: no better validation LL in "
-                        f"{best.patience} validations (best {best.best_ll:.4f} at step "
-                        f"{best.best_step})"
-                    )
-                break
-            if done % cfg.train.checkpoint_every == 0:
-                checkpoint(done)
-            out_of_time = (  # the last step ends the run normally, whatever the clock says
-                max_seconds is not None
-                and done < cfg.train.steps
-                and time.perf_counter() - t_start >= max_seconds
-            )
-            if stop.requested or done == stop_at or out_of_time:
-                checkpoint(done)
-                stopped = True
-                if main:
-                    if bar is not None:
-                        bar.close()
-                    why = (
-                        "by signal"
-                        if stop.requested
-                        else "as asked (stop_at)"
-                        if done == stop_at
-                        else f"at the time budget ({max_seconds / 60:.4g} min)"
-                    )
-                    rate = (done - start) / max(time.perf_counter() - t_start, 1e-9)
-                    print(
-                        f"stopped {why} at step {done} of {cfg.train.steps} "
-                        f"({rate:.3g} steps/s this session); resume with --resume"
-                    )
-                break
-    if bar is not None:
-        bar.close()
-    log.close()
-    steps_done = step + 1 if cfg.train.steps > start else start
-    if not stopped:
-        checkpoint(steps_done)  # the training iterate, which a resumed run continues from
-    if is_schedule_free(optimizer):  # the result is the weights it evaluates
-        optimizer.eval()
-    if not stopped and main:
-        _save_final_model(evaluated, out_dir, cfg, sampler, best, steps_done, elapsed())
-    if world > 1:
+    why, done, loss = _run_steps(run, StopRules(stop, stop_at, max_seconds))
+    if not why.interrupted:
+        run.checkpoint(done)  # the training iterate, which a resumed run continues from
+    if is_schedule_free(run.optimizer):  # the result is the weights it evaluates
+        run.optimizer.eval()
+    if not why.interrupted and run.main:
+        save_final_model(
+            run.evaluated, run.out_dir, cfg, run.sampler, run.best, done, run.elapsed()
+        )
+    if run.world > 1:
         dist.barrier()
-    return TrainResult(evaluated, out_dir, steps_done, loss_value, stopped, elapsed())
+    return TrainResult(run.evaluated, run.out_dir, done, loss, why.interrupted, run.elapsed())
 
 
-def _weight_average(
-    cfg: ExperimentConfig, model: NeuralProcess, resumed_from: Path | None, main: bool
-) -> WeightAverage | None:
-    """The run's weight average (``train.ema_decay``), restored from a resumed checkpoint."""
-    if cfg.train.ema_decay is None:
-        return None
-    ema = WeightAverage(model, cfg.train.ema_decay)
-    state = recorded_ema(resumed_from) if resumed_from is not None else None
-    if state is not None:
-        ema.load_state_dict(state)
-    elif resumed_from is not None and main:  # a run that averaged nothing before: from here
-        print(f"{resumed_from} holds no weight average; averaging starts at this step")
-    return ema
+def _run_steps(run: Session, rules: StopRules) -> tuple[Stop, int, float]:
+    """Train from ``run.start`` to the last step or an earlier stop; returns why it ended, the
+    steps done and the last step's loss."""
+    progress = Progress(run)
+    run.model.train()
+    why, done, loss = Stop.FINISHED, run.start, float("nan")
+    with BatchStream(run.sampler, run.rank, run.cfg.train.prefetch) as batches:
+        for step in range(run.start, run.cfg.train.steps):
+            try:
+                loss = train_step(run, batches.get(step).to(run.device), step).item()
+            except TrainingDiverged:
+                progress.close()  # so the error starts on a line of its own
+                raise
+            done = step + 1
+            progress.step(loss)
+            stopping = _after_step(run, progress, batches, rules, done, loss)
+            if stopping is not None:
+                why = stopping
+                break
+    progress.close()
+    return why, done, loss
 
 
-def _progress_bar(cfg: ExperimentConfig, start: int):
-    """A tqdm bar over the run's steps, starting at ``start``."""
-    from tqdm.auto import tqdm
-
-    return tqdm(
-        total=cfg.train.steps,
-        initial=start,
-        desc=f"train {cfg.model['name']}",
-        dynamic_ncols=True,
-        mininterval=0.5,
-    )
-
-
-def _save_final_model(
-    model: NeuralProcess,
-    out_dir: Path,
-    cfg: ExperimentConfig,
-    sampler: TaskSampler,
-    best: BestSoFar,
-    steps_done: int,
-    seconds: float,
-) -> None:
-    """``<out_dir>/model.pt`` of a finished run: the last step's weights, or the best
-    validated ones under ``keep_best``, with the experiment and the training totals."""
-    # The totals too, so a finished run's folder needs no checkpoints/last.pt.
-    trained = {"steps": steps_done, "seconds": seconds}
-    if best.enabled and (out_dir / "best.pt").exists():
-        model.load_state_dict(load(out_dir / "best.pt").state_dict())
-        trained |= {"best_step": best.best_step, "best_val_ll": best.best_ll,
-                    "early_stopped": best.stopped}  # fmt: skip
-    extra = {"experiment": config_to_yaml(cfg), "trained": trained}
-    normalisation = getattr(sampler, "normalisation", None)
-    if normalisation is not None:  # a user's data: predict maps with it (checkpoint.py)
-        extra["normalisation"] = normalisation
-    save(model, out_dir / "model.pt", **extra)
+def _after_step(
+    run: Session, progress: Progress, batches: BatchStream, rules: StopRules, done: int, loss: float
+) -> Stop | None:
+    """Log, validate, keep the best weights and checkpoint as due after step ``done``;
+    returns why the run stops here, if it does (an interrupted run is checkpointed)."""
+    train = run.cfg.train
+    if done % train.log_every == 0 or done == train.steps:
+        rate = progress.rate()
+        val = ""
+        if run.main and (done % train.val_every == 0 or done == train.steps):
+            val = validate(run, batches, done)
+            progress.show_validation(loss, val)
+        lr = run.schedule.get_last_lr()[0]
+        progress.write(done, loss=loss, lr=lr, steps_per_s=round(rate, 3), val_ll=val)
+    if run.best.stopped:  # patience: a finished run, with its best validated weights
+        if run.main:
+            print(patience_message(run.best, done))
+        return Stop.PATIENCE
+    if done % train.checkpoint_every == 0:
+        run.checkpoint(done)
+    why = rules.interruption(done, train.steps, time.perf_counter() - run.t_start)
+    if why is not None:
+        run.checkpoint(done)
+        if run.main:
+            progress.close_bar()
+            rate = (done - run.start) / max(time.perf_counter() - run.t_start, 1e-9)
+            print(rules.message(why, done, train.steps, rate))
+    return why
 
 
 def train_or_load(cfg: ExperimentConfig) -> tuple[NeuralProcess, float | None]:

@@ -9,7 +9,7 @@ from contextlib import contextmanager
 import torch
 
 from ..config import OptimConfig, ScheduleConfig
-from ..config.experiment import OPTIMISERS
+from ..config.sections import OPTIMISERS
 
 
 def _under(name: str, prefix: str) -> bool:

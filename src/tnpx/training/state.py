@@ -1,4 +1,5 @@
-"""A training run's bookkeeping on disk: the resumable checkpoint and the metrics log.
+"""A training run's bookkeeping on disk: the resumable checkpoint, the final model and the
+metrics log.
 
 ``<out_dir>/checkpoints/last.pt`` holds the model record (:func:`tnpx.checkpoint.model_record`)
 plus ``train_state`` (step, optimiser and schedule state, training seconds so far) and the
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import csv
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 
@@ -17,14 +19,20 @@ from ..checkpoint import (
     CheckpointError,
     atomic_save,
     experiment_from_record,
+    load,
     model_from_record,
     model_record,
     read_checkpoint,
+    save,
     state_mismatch,
 )
 from ..config import ExperimentConfig, config_to_yaml
 from ..config.parsing import first_line
 from ..models import NeuralProcess
+from .best import BestSoFar
+
+if TYPE_CHECKING:  # the sampler's type only: reading a run's state needs no data
+    from ..data import TaskSampler
 
 
 def last_checkpoint(out_dir: Path) -> Path:
@@ -100,6 +108,30 @@ def save_training_state(
     }
     record = {**model_record(model), "train_state": train_state, "experiment": config_to_yaml(cfg)}
     atomic_save(record, path)
+
+
+def save_final_model(
+    model: NeuralProcess,
+    out_dir: Path,
+    cfg: ExperimentConfig,
+    sampler: TaskSampler,
+    best: BestSoFar,
+    steps_done: int,
+    seconds: float,
+) -> None:
+    """``<out_dir>/model.pt`` of a finished run: the last step's weights, or the best
+    validated ones under ``keep_best``, with the experiment and the training totals."""
+    # The totals too, so a finished run's folder needs no checkpoints/last.pt.
+    trained = {"steps": steps_done, "seconds": seconds}
+    if best.enabled and (out_dir / "best.pt").exists():
+        model.load_state_dict(load(out_dir / "best.pt").state_dict())
+        trained |= {"best_step": best.best_step, "best_val_ll": best.best_ll,
+                    "early_stopped": best.stopped}  # fmt: skip
+    extra = {"experiment": config_to_yaml(cfg), "trained": trained}
+    normalisation = getattr(sampler, "normalisation", None)
+    if normalisation is not None:  # a user's data: predict maps with it (checkpoint.py)
+        extra["normalisation"] = normalisation
+    save(model, out_dir / "model.pt", **extra)
 
 
 def restore_training_state(

@@ -1,0 +1,40 @@
+"""One training step: the loss of a batch, its gradients, the optimiser and schedule steps,
+the non-finite guard (:mod:`tnpx.training.guard`) and the weight average's update."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from ..batch import Batch
+from .guard import TrainingDiverged, all_finite, what_diverged
+from .optim import clip_gradients
+from .session import Session
+
+
+def train_step(run: Session, batch: Batch, step: int) -> torch.Tensor:
+    """Train ``run`` on ``batch`` (the batch of ``step``); returns the loss (a 0-d tensor).
+
+    Raises:
+        TrainingDiverged: the loss, a gradient or a weight is NaN/Inf after the update
+            (tested before anything can checkpoint this step's weights).
+    """
+    loss = run.objective(batch)
+    run.optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    clip_gradients(run.params, run.cfg.train.clip_value, run.cfg.train.clip_norm)
+    run.optimizer.step()
+    run.schedule.step()
+    if not all_finite(loss, run.params):  # before any checkpoint of this step's weights
+        raise TrainingDiverged(
+            f"{what_diverged(loss, run.named)} at step {step}; {_kept(run.ckpt_path)}"
+        )
+    if run.ema is not None:
+        run.ema.update(run.model)
+    return loss
+
+
+def _kept(ckpt_path: Path) -> str:
+    """What a diverged run leaves to resume from, for its message."""
+    return f"last good checkpoint: {ckpt_path}" if ckpt_path.exists() else "no checkpoint yet"
