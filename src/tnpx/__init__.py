@@ -33,13 +33,19 @@ __all__ = [
     "pretrained",
     "sample",
     "save",
+    "train",
 ]
 
 
 def __getattr__(name: str):
-    # NPRegressor imports scikit-learn (an optional extra, ~1.3 s): only when it is asked for.
+    # NPRegressor imports scikit-learn (an optional extra, ~1.3 s) and train the training
+    # machinery (the optimisers, the run folder): each only when it is asked for.
     if name == "NPRegressor":
         from .apply.estimator import NPRegressor
 
         return NPRegressor
+    if name == "train":
+        from .training.entry import train
+
+        return train
     raise AttributeError(f"module 'tnpx' has no attribute {name!r}")

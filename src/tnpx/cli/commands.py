@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import sys
 from argparse import SUPPRESS
-from pathlib import Path
 
 from ..extras import MissingExtraError
 from .evaluate import add_eval, add_plot
@@ -25,14 +24,12 @@ DEBUG_HELP = "on an error, show the full traceback instead of one line"
 
 
 def _train(args) -> int:
-    from ..config import load_config
-    from ..training.loop import fit
-    from ..training.state import claim_run_folder
+    from ..training.entry import train
 
-    cfg = load_config(args.config, args.overrides)
-    claim_run_folder(Path(cfg.train.out_dir), args.resume, args.overwrite)
-    max_seconds = None if args.max_minutes is None else 60 * args.max_minutes
-    result = fit(cfg, resume=args.resume, max_seconds=max_seconds)
+    result = train(
+        args.config, args.overrides, resume=args.resume, overwrite=args.overwrite,
+        max_minutes=args.max_minutes,
+    )  # fmt: skip
     if result.stopped_early:
         print(f"checkpoint: {result.out_dir / 'checkpoints' / 'last.pt'}")
     else:

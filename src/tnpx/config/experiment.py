@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import warnings
+from collections.abc import Mapping
 from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
@@ -65,11 +66,15 @@ def _check_base(path: Path, parent: object) -> None:
 
 
 def load_config(
-    path: str | Path | None = None, overrides: list[str] | None = None
+    path: str | Path | Mapping | None = None, overrides: list[str] | None = None
 ) -> ExperimentConfig:
-    """Read a YAML config (or start from defaults), apply ``key=value`` overrides, check it."""
+    """Read a YAML config (or take a mapping of the same sections, or start from defaults),
+    apply ``key=value`` overrides, check it."""
     defaults = OmegaConf.create(dataclasses.asdict(ExperimentConfig()))
-    base = merge(defaults, read_yaml(path) if path else {}, f"config file {path}")
+    if isinstance(path, Mapping):
+        base = merge(defaults, OmegaConf.create(dict(path)), "config mapping")
+    else:
+        base = merge(defaults, read_yaml(path) if path else {}, f"config file {path}")
     parts = {item: parse_override(item) for item in overrides or []}
     cli = OmegaConf.create()
     for item, part in parts.items():  # one at a time, so a bad one is named

@@ -58,15 +58,15 @@ def claim_run_folder(out_dir: Path, resume: bool, overwrite: bool) -> None:
     if resume and not checkpoint.exists() and final.exists():
         raise ValueError(
             f"{out_dir} holds {final.name} but no checkpoint to resume from; "
-            "pass --overwrite to train afresh over it"
+            "pass --overwrite (overwrite=True in tnpx.train) to train afresh over it"
         )
     found = [f for f in (checkpoint, final) if f.exists()]
     if resume or not found:
         return
     if not overwrite:
         raise ValueError(
-            f"{out_dir} already holds a run ({found[0]}); pass --resume to continue it "
-            "or --overwrite to train afresh over it"
+            f"{out_dir} already holds a run ({found[0]}); pass --resume to continue it or "
+            "--overwrite to train afresh over it (resume=True / overwrite=True in tnpx.train)"
         )
     for f in found:
         f.unlink(missing_ok=True)  # torchrun: every rank claims the folder
