@@ -15,7 +15,7 @@ so drawing one kind of figure imports no other's sources (a grid's or stations' 
 
 from __future__ import annotations
 
-import importlib
+from ..extras import names_on_first_use
 
 # public name -> the module of this package that defines it
 _HOMES = {
@@ -41,13 +41,4 @@ _HOMES = {
 }
 
 __all__ = sorted(_HOMES)
-
-
-def __getattr__(name: str):
-    if name in _HOMES:
-        return getattr(importlib.import_module(f".{_HOMES[name]}", __name__), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_HOMES])
+__getattr__ = names_on_first_use(__name__, _HOMES)
