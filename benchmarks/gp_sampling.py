@@ -1,5 +1,5 @@
 """Seconds per batch of the GP task samplers, with the former ``[b, n, m, d]`` kernel path
-against the current one (one dimension at a time, :mod:`tnpx.kernels`), interleaved.
+against the current one (one dimension at a time, :mod:`tnpx.gp.kernels`), interleaved.
 
 Samplers (each config's ``data`` section and batch size): ``gp`` (KR-1, configs/kr1-rbf.yaml),
 ``gp-composite`` v2 and v3 (configs/pretrained-gp1d-v2-tnp.yaml, -v3-tnp.yaml) and
@@ -23,7 +23,7 @@ from pathlib import Path
 
 import torch
 
-import tnpx.kernels as kernels_module
+import tnpx.gp.kernels as kernels_module
 from benchmarks.harness import write_results
 from tnpx.config.experiment import load_config
 from tnpx.data import batch_at, build_sampler
@@ -38,7 +38,7 @@ CONFIGS = {
 
 
 def old_kernel_matrix(name, x1, x2, lengthscale, period=None, variance=None, envelope=None):
-    """:func:`tnpx.kernels.kernel_matrix` as it was: differences held as ``[b, n, m, d]``."""
+    """:func:`tnpx.gp.kernels.kernel_matrix` as it was: differences held as ``[b, n, m, d]``."""
     name = kernels_module.canonical_kernel(name, kernels_module.ALL_KERNELS)
 
     def sq_distance(ls: torch.Tensor) -> torch.Tensor:

@@ -5,7 +5,7 @@ matplotlib ships (``topobathy.npz``, 91 x 120 cells of 2 arc-minutes, metres; re
 :func:`experiments.real_fields.load_field`, in km east and north). A random ``--context`` of its
 cells are the "observations"; the model predicts every cell of the grid through
 :func:`tnpx.predict` with two input columns, in the field's own units (no training, no
-fitting), and ``tnpx.plot_map`` draws the field beside the predictive mean and std. The cells
+fitting), and ``tnpx.plot.map`` draws the field beside the predictive mean and std. The cells
 not in the context are scored: RMSE (m), Gaussian NLL per point, and the share inside the
 central 95 % interval.
 
@@ -40,7 +40,7 @@ import tnpx
 from experiments.pretrained_real import score
 from experiments.pretrained_real_gp import fit_field_gp
 from experiments.real_fields import load_field
-from tnpx.plot_map import plot_prediction_map
+from tnpx.plot.map import plot_prediction_map
 from tnpx.provenance import command_line, git_commit, hardware
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -146,7 +146,7 @@ def readme(record: dict) -> str:
             "",
             "`map.png`: the field itself, then the predictive mean (on the field's colour scale) "
             "and standard deviation over the grid, the context points marked (drawn by "
-            "`tnpx.plot_map`, as `tnpx predict --plot` draws them, with `truth=`). "
+            "`tnpx.plot.map`, as `tnpx predict --plot` draws them, with `truth=`). "
             "One context draw, so the scores carry no standard error; "
             "`results/pretrained/real-fields-2d.md` scores the shipped 2D models on many windows "
             "beside a GP fitted per window.",

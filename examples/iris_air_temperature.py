@@ -34,7 +34,7 @@ from tnpx.data import GridSampler, batch_at
 from tnpx.extras import pyplot, require
 from tnpx.models import NeuralProcess, build_model
 from tnpx.plot import save_figure
-from tnpx.plot_grid import window_maps
+from tnpx.plot.grid import window_maps
 
 FIGURE_CONTEXT = 0.1  # the figure's windows: a tenth of their points as context (32 of 320)
 HOURS_PER_YEAR = 360 * 24  # the grid source's times: hours since 1970 of the 360-day calendar
@@ -99,7 +99,7 @@ def _fixed_sampler(sampler: GridSampler) -> GridSampler:
 
 def _window_maps(models: dict, sampler: GridSampler, batch: Batch, i: int):
     """Window ``i`` of ``batch``, its middle year as ``[n_lat, n_lon]`` maps in the data's
-    units (:func:`tnpx.plot_grid.window_maps`): ``truth``, each model's ``mean`` and ``std``
+    units (:func:`tnpx.plot.grid.window_maps`): ``truth``, each model's ``mean`` and ``std``
     (and a ``title`` with its RMSE over the year's targets); its context points ``[(lat, lon,
     in this year)]``; the maps' imshow extent (cell edges, ``[west, east, south, north]``) and
     the year."""

@@ -15,9 +15,10 @@ from pathlib import Path
 
 import torch
 
-from tnpx import gp_average
 from tnpx.batch import Batch
-from tnpx.gp_average import HyperGrid, average_log_likelihood
+from tnpx.gp import average as average_rule
+from tnpx.gp import hyper_grid as grid_rule
+from tnpx.gp.average import HyperGrid, average_log_likelihood
 from tnpx.output_files import atomic_write
 
 CACHE = "bayes-average.pt"  # in pretrained_bayes.py's --out, beside the report
@@ -32,11 +33,11 @@ def rule_text(hyper_grid: HyperGrid) -> str:
 
 class AverageCache:
     """The Bayes average's per-target log densities (``[tasks, n_tgt]`` float64), keyed by
-    what determines them: the rule (:mod:`tnpx.gp_average`'s source and the
-    :class:`HyperGrid` it integrates over, i.e. the prior as the rule reads it and the grid
-    options) and the batch's tensors. A changed rule, prior or task is a different key, so it
-    is computed afresh; a prior field the rule does not read (how tasks are drawn) is no part
-    of the key, since the tasks' own tensors are.
+    what determines them: the rule (the source of :mod:`tnpx.gp.average` and
+    :mod:`tnpx.gp.hyper_grid`, and the :class:`HyperGrid` it integrates over, i.e. the prior as
+    the rule reads it and the grid options) and the batch's tensors. A changed rule, prior or
+    task is a different key, so it is computed afresh; a prior field the rule does not read
+    (how tasks are drawn) is no part of the key, since the tasks' own tensors are.
 
     Args:
         path: the cache file. Each newly computed entry is written to it at once, beside the
@@ -59,7 +60,8 @@ class AverageCache:
 
     @staticmethod
     def key(batch: Batch, hyper_grid: HyperGrid) -> str:
-        digest = hashlib.sha256(inspect.getsource(gp_average).encode())
+        digest = hashlib.sha256(inspect.getsource(average_rule).encode())
+        digest.update(inspect.getsource(grid_rule).encode())
         digest.update(rule_text(hyper_grid).encode())
         for t in (batch.xc, batch.yc, batch.xt, batch.yt, batch.mask_c):
             digest.update(b"none" if t is None else t.contiguous().numpy().tobytes())

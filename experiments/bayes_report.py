@@ -123,7 +123,7 @@ def report(result: dict, command: str, commit: str) -> str:
 (`{result["config"]}`: five kernels, lengthscale log-U[0.1, 2], period U[0.5, 2], noise std
 log-U[0.01, 0.3], variance 1; 1–100 context points on [-2, 2], 100 targets on [-3, 3]): GPs
 averaged over the kernel and every hyper-parameter, weighted by their evidence on the context
-(`tnpx.gp_average`: an adaptive midpoint rule starting from {g["n_lengthscale"]} lengthscale ×
+(`tnpx.gp.average`: an adaptive midpoint rule starting from {g["n_lengthscale"]} lengthscale ×
 {g["n_period"]} frequency cells, split where the posterior mass is until the evidence estimate
 moves by less than {g["tolerance"]:g} nats in two rounds running, and {g["n_noise"]} noise
 levels). Metric: LL per target point (higher is better), mean ± s.e.

@@ -38,7 +38,7 @@ from tnpx.bo.loop import (
 from tnpx.config import load_config
 from tnpx.data import batch_at, build_sampler
 from tnpx.extras import require
-from tnpx.kernels import KERNELS
+from tnpx.gp.kernels import KERNELS
 from tnpx.provenance import command_line, git_commit, hardware
 
 

@@ -1,6 +1,6 @@
 """How close to the GP oracle can any zoo model get? The Bayes-optimal predictive of the zoo's
 single-kernel prior (GPs averaged over its kernels, lengthscales, periods and noise levels,
-:mod:`tnpx.gp_average`), scored against the oracle and the zoo's models on the zoo cards' test
+:mod:`tnpx.gp.average`), scored against the oracle and the zoo's models on the zoo cards' test
 tasks (their first batches).
 
 A model's gap to the oracle splits, task by task, into the oracle's advantage of knowing each
@@ -42,7 +42,7 @@ from tnpx.checkpoint import load
 from tnpx.config import ExperimentConfig, load_config
 from tnpx.data import TaskSampler, batch_at
 from tnpx.evaluation.protocol import mean_se
-from tnpx.gp_average import HyperGrid
+from tnpx.gp.average import HyperGrid
 from tnpx.models import build_model
 from tnpx.provenance import command_line, git_commit, hardware
 from tnpx.zoo import list_pretrained, pretrained

@@ -55,7 +55,7 @@ class SeriesGP(gpytorch.models.ExactGP):
         likelihood = gpytorch.likelihoods.GaussianLikelihood(noise_constraint=GreaterThan(1e-5))
         super().__init__(x, y, likelihood)
         # The period stays below the context's range (one cycle at least). GPyTorch's periodic
-        # kernel is exp(-2 sin^2(pi d / p) / l), l the square of tnpx.kernels' lengthscale:
+        # kernel is exp(-2 sin^2(pi d / p) / l), l the square of tnpx.gp.kernels' lengthscale:
         # bounded to [0.2^2, 2^2], since as l grows the kernel tends to a constant whose
         # variation the output scale can inflate without bound (a degenerate optimum).
         periodic = PeriodicKernel(

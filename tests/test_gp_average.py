@@ -1,4 +1,4 @@
-"""The GP Bayesian model average over a prior's hyper-parameters (tnpx.gp_average)."""
+"""The GP Bayesian model average over a prior's hyper-parameters (tnpx.gp.average)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from torch.distributions import MultivariateNormal
 
 from tnpx.batch import Batch
 from tnpx.data import GPConfig, GPSampler, batch_at
-from tnpx.gp_average import HyperGrid, average_log_likelihood
-from tnpx.kernels import kernel_matrix
+from tnpx.gp.average import HyperGrid, average_log_likelihood
+from tnpx.gp.kernels import kernel_matrix
 from tnpx.models import build_model
 
 BROAD = GPConfig(

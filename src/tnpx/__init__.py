@@ -7,12 +7,12 @@
 """
 
 from ._version import __version__
+from .apply.compiled import compile_for_inference
 from .apply.predict import DataError, predict
 from .apply.sample import sample
 from .apply.stream import ContextStream
 from .batch import Batch
 from .checkpoint import CheckpointError, load, save
-from .compiled import compile_for_inference
 from .models import NeuralProcess, build_model, list_models
 from .zoo import list_pretrained, pretrained
 

@@ -46,3 +46,16 @@ def pyplot(what: str) -> ModuleType:
     """``matplotlib.pyplot`` on the file-only Agg backend (the ``plot`` extra)."""
     require("matplotlib", "plot", what).use("Agg")
     return importlib.import_module("matplotlib.pyplot")
+
+
+def names_on_first_use(package: str, homes: dict[str, str]):
+    """A package's module ``__getattr__`` (PEP 562) that imports each public name of ``homes``
+    (name -> the package's module defining it) on first use, so that importing the package,
+    or one module of it, pays for no other module."""
+
+    def __getattr__(name: str):
+        if name in homes:
+            return getattr(importlib.import_module(f".{homes[name]}", package), name)
+        raise AttributeError(f"module {package!r} has no attribute {name!r}")
+
+    return __getattr__

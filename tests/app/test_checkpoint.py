@@ -221,7 +221,7 @@ def test_hyperparameter_of_wrong_type(tmp_path):
 def test_predict_reads_a_checkpoint_once_for_model_and_domain(tmp_path, monkeypatch):
     import pandas as pd
 
-    import tnpx.checkpoint as checkpoint
+    import tnpx.checkpoint.records as checkpoint
     from tiny import write_tiny
     from tnpx.config import config_to_yaml, load_config
 

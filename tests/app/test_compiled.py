@@ -11,7 +11,7 @@ from torch.testing import assert_close
 
 import tnpx
 from conftest import make_task, small_model
-from tnpx.compiled import CompiledModel, default_mode
+from tnpx.apply.compiled import CompiledModel, default_mode
 
 
 def _task(n_ctx: int = 7, n_tgt: int = 5):

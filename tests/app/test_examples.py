@@ -95,7 +95,9 @@ def test_plot_draws_a_tables_real_points_in_its_units(monkeypatch, tmp_path):
     batch = batch_at(sampler, 0, split="test", batch_size=3)
     assert batch.mask_c is not None  # the contexts differ in size: the case drawn here
     figures = []
-    monkeypatch.setattr("tnpx.plot.save_figure", lambda fig, path: figures.append(fig) or path)
+    monkeypatch.setattr(
+        "tnpx.plot.tasks_1d.save_figure", lambda fig, path: figures.append(fig) or path
+    )
     model = tnpx.build_model("context-moments", 1, 1)
     tnpx.plot.plot_1d_tasks({"m": model}, sampler, tmp_path / "p.png", n_tasks=3)
     keys, x, y = sampler.task_keys("test"), frame["hour"].to_numpy(), frame["temp"].to_numpy()

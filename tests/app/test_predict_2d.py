@@ -1,5 +1,5 @@
 """Prediction with two input columns: ``tnpx.predict`` on a 2D model, and the map that
-``tnpx predict --plot`` draws for it (:mod:`tnpx.plot_map`)."""
+``tnpx predict --plot`` draws for it (:mod:`tnpx.plot.map`)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 import tnpx
 from predict_inputs import frames, quiet_predict, tiny
 from tnpx.cli import main
-from tnpx.plot_map import PANELS, prediction_map_figure
+from tnpx.plot.map import PANELS, prediction_map_figure
 
 pytest.importorskip("matplotlib")
 

@@ -182,11 +182,11 @@ def test_a_checkpoint_without_a_grid_context_is_refused(tmp_path, trained, readi
 
 
 def test_the_stations_plot_draws_the_stations_of_a_grid_context(trained):
-    """The plot (tnpx.plot_stations) conditions on the cells but draws only the stations."""
+    """The plot (tnpx.plot.stations) conditions on the cells but draws only the stations."""
     pytest.importorskip("matplotlib").use("Agg")
     from tnpx.checkpoint import experiment_from_record, read_checkpoint
     from tnpx.evaluation.protocol import build_test_sampler
-    from tnpx.plot_stations import station_maps
+    from tnpx.plot.stations import station_maps
 
     sampler = build_test_sampler(experiment_from_record(read_checkpoint(trained[0])))
     batch = batch_at(sampler, 0, split="test", batch_size=2)

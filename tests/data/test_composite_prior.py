@@ -13,7 +13,7 @@ import torch
 from tnpx.data import GPConfig, GPSampler, batch_at, build_sampler, task_generator
 from tnpx.data.synthetic.gp_composite import CompositeGPConfig, CompositeGPSampler
 from tnpx.evaluation.protocol import evaluate
-from tnpx.kernels import KERNELS
+from tnpx.gp.kernels import KERNELS
 from tnpx.models import build_model
 from tnpx.models.gp import GPOracleHyper
 
@@ -36,7 +36,7 @@ def composite(batch_size: int = 8, seed: int = 0, **options) -> CompositeGPSampl
     return build_sampler("gp-composite", batch_size, seed, **{**TODAY, **options})
 
 
-# --- float64 re-derivation, written independently of tnpx.kernels ----------------------------
+# --- float64 re-derivation, written independently of tnpx.gp.kernels ----------------------------
 def reference_kernel(kind: str, d: np.ndarray, lengthscale: float, period: float) -> np.ndarray:
     """Unit-variance stationary kernels of the distance ``d = |x - x'|`` (1D)."""
     r = d / lengthscale

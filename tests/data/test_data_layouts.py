@@ -8,7 +8,7 @@ import torch
 from torch.testing import assert_close
 
 from tnpx.data import batch_at, build_sampler
-from tnpx.kernels import KERNELS
+from tnpx.gp.kernels import KERNELS
 
 # --- GP layouts -------------------------------------------------------------------------
 

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from tnpx.data import batch_at, build_sampler
-from tnpx.kernels import KERNELS, kernel_matrix
+from tnpx.gp.kernels import KERNELS, kernel_matrix
 
 # --- GP priors --------------------------------------------------------------------------
 

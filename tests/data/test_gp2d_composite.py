@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from tnpx.data import batch_at, build_sampler
-from tnpx.kernels_anisotropic import anisotropic_kernel_matrix, transform_matrix
+from tnpx.gp.kernels_anisotropic import anisotropic_kernel_matrix, transform_matrix
 from tnpx.models import build_model
 
 SMALL = {"min_ctx": 10, "max_ctx": 40, "n_tgt": 30}

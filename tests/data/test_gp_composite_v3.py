@@ -14,7 +14,7 @@ from torch.testing import assert_close
 
 from tnpx.data import batch_at, build_sampler
 from tnpx.data.synthetic.gp import JITTER
-from tnpx.kernels import ALL_KERNELS, TREND_KERNELS, kernel_matrix, kernel_matrix_mixed
+from tnpx.gp.kernels import ALL_KERNELS, TREND_KERNELS, kernel_matrix, kernel_matrix_mixed
 
 ROOT = Path(__file__).resolve().parents[2]
 V2_CONFIG = ROOT / "configs" / "pretrained-gp1d-v2-tnp.yaml"

@@ -57,7 +57,7 @@ def test_tnpx_plot_writes_a_png_of_grid_windows(trained, tmp_path, capsys):
 
 @pytest.mark.parametrize("n_tasks", [1, 3])
 def test_figure_has_a_row_of_four_maps_per_task(trained, n_tasks):
-    from tnpx.plot_grid import PANELS, grid_figure
+    from tnpx.plot.grid import PANELS, grid_figure
 
     model, sampler = _model_and_sampler(trained[0])
     fig = grid_figure(model, sampler, n_tasks=n_tasks)
@@ -79,7 +79,7 @@ def test_maps_are_in_the_datas_units(trained):
     """Each map cell re-derived in float64: the truth read from the file, the mean and std from
     the model's prediction at that one cell mapped back with the stored normalisation."""
     from tnpx.checkpoint import read_checkpoint
-    from tnpx.plot_grid import window_maps
+    from tnpx.plot.grid import window_maps
 
     checkpoint, nc = trained
     model, sampler = _model_and_sampler(checkpoint)

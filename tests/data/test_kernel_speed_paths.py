@@ -1,4 +1,4 @@
-"""The kernel matrices computed one input dimension at a time (tnpx.kernels) against the former
+"""The kernel matrices computed one input dimension at a time (tnpx.gp.kernels) against the former
 ``[batch, n, m, dim_x]`` path (kept in benchmarks/gp_sampling.py as the reference), and the GP
 sampler's context-size rule (``ctx_size``)."""
 
@@ -13,8 +13,8 @@ from benchmarks.gp_sampling import old_kernel_matrix, old_kernels
 from tnpx.config.experiment import load_config
 from tnpx.data import GPConfig, GPSampler, batch_at, build_sampler
 from tnpx.data.base import randint, task_generator
-from tnpx.kernels import ALL_KERNELS, KERNELS, kernel_matrix, kernel_matrix_sum
-from tnpx.kernels_anisotropic import anisotropic_kernel_matrix, transform_matrix
+from tnpx.gp.kernels import ALL_KERNELS, KERNELS, kernel_matrix, kernel_matrix_sum
+from tnpx.gp.kernels_anisotropic import anisotropic_kernel_matrix, transform_matrix
 
 F64 = torch.float64
 

@@ -1,4 +1,4 @@
-"""The covariance functions shared by the GP samplers and the GP oracle (tnpx.kernels)."""
+"""The covariance functions shared by the GP samplers and the GP oracle (tnpx.gp.kernels)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from tnpx.data import (
     batch_at,
     build_sampler,
 )
-from tnpx.kernels import KERNELS, canonical_kernel, kernel_matrix, kernel_matrix_mixed
+from tnpx.gp.kernels import KERNELS, canonical_kernel, kernel_matrix, kernel_matrix_mixed
 
 # --- kernels ----------------------------------------------------------------------------
 

@@ -75,8 +75,8 @@ def test_samples_are_refused_for_station_maps(trained, tmp_path):
 def test_figure_has_a_row_of_four_maps_per_task(trained, n_tasks):
     import matplotlib.pyplot as plt
 
-    from tnpx.plot_grid import PANELS
-    from tnpx.plot_stations import station_maps, stations_figure
+    from tnpx.plot.grid import PANELS
+    from tnpx.plot.stations import station_maps, stations_figure
 
     model, sampler = _model_and_sampler(trained)
     fig = stations_figure(model, sampler, n_tasks=n_tasks)
@@ -103,7 +103,7 @@ def test_maps_are_in_the_datas_units(trained, readings):
     """One task's truth read from the readings, and one target's mean and std from the
     model conditioned on the context stations mapped in float64 with the stored map."""
     from tnpx.checkpoint import read_checkpoint
-    from tnpx.plot_stations import station_maps
+    from tnpx.plot.stations import station_maps
 
     model, sampler = _model_and_sampler(trained)
     stored = read_checkpoint(trained)["normalisation"]
@@ -135,7 +135,7 @@ def _row_at(rows: pd.DataFrame, x: np.ndarray):
 
 
 def test_one_input_column_is_drawn_along_it(tmp_path, readings):
-    from tnpx.plot_stations import stations_figure
+    from tnpx.plot.stations import stations_figure
 
     checkpoint = train(tmp_path, readings.drop(columns="lon"), one_input=True)
     model, sampler = _model_and_sampler(checkpoint)
@@ -148,7 +148,7 @@ def test_one_input_column_is_drawn_along_it(tmp_path, readings):
 
 
 def test_a_grid_output_is_not_drawn(trained):
-    from tnpx.plot_stations import stations_figure
+    from tnpx.plot.stations import stations_figure
 
     model, sampler = _model_and_sampler(trained)
     with pytest.raises(ValueError, match=r"output must be a station output in \[0, 1\), got 1"):

@@ -15,7 +15,7 @@ from experiments import pretrained_bayes as bayes
 from experiments.pretrained_eval import KERNELS, single_kernel_sampler
 from tnpx.config import load_config
 from tnpx.data import batch_at
-from tnpx.gp_average import HyperGrid, average_log_likelihood
+from tnpx.gp.average import HyperGrid, average_log_likelihood
 from tnpx.models import build_model
 from tnpx.zoo import pretrained
 

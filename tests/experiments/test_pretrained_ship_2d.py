@@ -33,7 +33,7 @@ from tnpx.config import config_from_dict, load_config
 from tnpx.data import batch_at
 from tnpx.evaluation.extrapolation import DEFAULT_EDGES, PROFILE_TARGETS, prior_profile_sampler
 from tnpx.evaluation.protocol import build_test_sampler
-from tnpx.kernels_anisotropic import anisotropic_kernel_matrix
+from tnpx.gp.kernels_anisotropic import anisotropic_kernel_matrix
 from tnpx.training.loop import fit
 from tnpx.user_files import DataError
 from tnpx.zoo import HERE

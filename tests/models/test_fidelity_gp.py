@@ -20,7 +20,7 @@ from torch.testing import assert_close
 
 import tnpx
 from reference_ops import TOL, masked_task
-from tnpx.kernels import kernel_matrix
+from tnpx.gp.kernels import kernel_matrix
 
 
 def gpytorch_kernel(name, x1, x2, lengthscale, period=None):

@@ -11,7 +11,7 @@ import torch
 from torch.testing import assert_close
 
 from tnpx.data import batch_at, build_sampler
-from tnpx.kernels import kernel_matrix_mixed
+from tnpx.gp.kernels import kernel_matrix_mixed
 from tnpx.models import build_model
 
 V3 = dict(

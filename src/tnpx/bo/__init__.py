@@ -14,9 +14,7 @@ one-line error ``tnpx.bo needs botorch: pip install 'tnpx[bo]'``.
 
 from __future__ import annotations
 
-import importlib
-
-from ..extras import require
+from ..extras import names_on_first_use, require
 
 require("botorch", "bo", "tnpx.bo")  # checked once here, for every module of the package
 
@@ -36,9 +34,4 @@ _WHERE = {
 }
 
 __all__ = sorted(_WHERE)
-
-
-def __getattr__(name: str):
-    if name in _WHERE:
-        return getattr(importlib.import_module(f".{_WHERE[name]}", __name__), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = names_on_first_use(__name__, _WHERE)

@@ -116,11 +116,11 @@ def _plot(args) -> int:
     if source == "image":  # context, mean, std and the image, side by side
         plot_image_tasks(model, sampler, out, n_tasks=args.n_tasks)
     elif source == "grid":  # the same four panels as maps of a window, in the data's units
-        from ..plot_grid import plot_grid_tasks
+        from ..plot.grid import plot_grid_tasks
 
         plot_grid_tasks(model, sampler, out, n_tasks=args.n_tasks)
     elif source == "stations":  # context stations, then targets by mean, std and truth
-        from ..plot_stations import plot_stations_tasks
+        from ..plot.stations import plot_stations_tasks
 
         plot_stations_tasks(model, sampler, out, n_tasks=args.n_tasks)
     elif sampler.dim_x != 1 or sampler.dim_y != 1:

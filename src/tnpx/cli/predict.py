@@ -141,10 +141,10 @@ def _print_scaling(record: dict) -> None:
 
 def _plot_prediction(args, result, x_cols: list, y_cols: list) -> None:
     """The PNG of ``--plot``, written whole or not at all: curves against one input column, a
-    map of the mean and std over two (:mod:`tnpx.plot_map`)."""
+    map of the mean and std over two (:mod:`tnpx.plot.map`)."""
     from ..output_files import atomic_write
     from ..plot import plot_prediction
-    from ..plot_map import plot_prediction_map
+    from ..plot.map import plot_prediction_map
     from ..user_files import read_table
 
     context = read_table(args.context, "context").frame

@@ -18,7 +18,7 @@ from ..checkpoint import experiment_from_record, model_from_record, read_checkpo
 from ..data import batch_at, build_sampler
 from ..data.synthetic.gp_composite import single_kernel_options
 from ..evaluation.protocol import Metrics, build_test_sampler, evaluate
-from ..kernels import KERNELS
+from ..gp.kernels import KERNELS
 from ..models import build_model
 from ..plot import plot_1d_tasks
 from ..zoo import model_card, pretrained_path

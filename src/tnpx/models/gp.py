@@ -13,9 +13,9 @@ import torch
 from torch.distributions import Normal
 
 from ..batch import Batch
+from ..gp.kernels import KERNELS, canonical_kernel, is_stationary, kernel_matrix_mixed
+from ..gp.kernels_anisotropic import anisotropic_kernel_matrix
 from ..input_checks import validate_inputs
-from ..kernels import KERNELS, canonical_kernel, is_stationary, kernel_matrix_mixed
-from ..kernels_anisotropic import anisotropic_kernel_matrix
 from .base import NeuralProcess
 from .registry import register
 
@@ -139,7 +139,7 @@ class GPOracle(NeuralProcess):
 
 def _covariance(params: dict[str, torch.Tensor]):
     """``(x1, x2) -> [batch, n, m]`` in float64: the tasks' kernel, anisotropic where
-    ``params`` hold the maps ``transform`` (:mod:`tnpx.kernels_anisotropic`), else a (sum of)
+    ``params`` hold the maps ``transform`` (:mod:`tnpx.gp.kernels_anisotropic`), else a (sum of)
     :data:`KERNELS` with ``lengthscale`` and ``period``."""
     kernel, f64 = params["kernel"].long(), torch.float64
     if "transform" in params:

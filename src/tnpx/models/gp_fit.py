@@ -28,7 +28,7 @@ in the context ``xc``, ``yc`` it is the partial derivative at fixed hyper-parame
 fit's own dependence on the context is not differentiated (that would keep a graph per Adam
 step), which is what a gradient at a fitted model usually means.
 
-GPyTorch is the ``gp`` extra: the GPs themselves live in :mod:`.gp_fit_gpytorch`, imported when
+GPyTorch is the ``gp`` extra: the GPs themselves live in :mod:`tnpx.gp.batch_gp`, imported when
 a model is built, so the registry lists ``gp`` and ``mt-gp`` without it.
 """
 
@@ -45,18 +45,18 @@ from .base import NeuralProcess
 from .registry import register
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .gp_fit_gpytorch import _BatchGP
+    from ..gp.batch_gp import _BatchGP
 
 _MAX_ELEMENTS = 2**25  # bound on [batch, target rows, context rows] per prediction chunk
 
 
 def _gpytorch_half(what: str = "tnpx.models.gp_fit"):
-    """:mod:`.gp_fit_gpytorch` (the GPs themselves), imported on first use so that the model
+    """:mod:`tnpx.gp.batch_gp` (the GPs themselves), imported on first use so that the model
     registry needs no GPyTorch; without it, the one-line error naming the ``gp`` extra."""
     require("gpytorch", "gp", what)
-    from . import gp_fit_gpytorch
+    from ..gp import batch_gp
 
-    return gp_fit_gpytorch
+    return batch_gp
 
 
 def __getattr__(name: str):

@@ -13,8 +13,9 @@ from dataclasses import dataclass, field
 import torch
 
 from ...batch import Batch
+from ...gp.kernels import KERNELS, canonical_kernel, kernel_matrix_mixed
+from ...gp.prior import joint_draw
 from ...input_checks import check_option
-from ...kernels import KERNELS, canonical_kernel, kernel_matrix_mixed
 from ..base import TaskSampler, randint, uniform
 from ..context_scaling import check_probability, scale_some_like_predict
 
@@ -234,11 +235,7 @@ def _sample_gp(
     g: torch.Generator, kernel: torch.Tensor, x: torch.Tensor, params: dict[str, torch.Tensor]
 ) -> torch.Tensor:
     """Exact joint samples ``f(x)`` ``[b, n, 1]`` from zero-mean GPs, in float64."""
-    k = kernel_matrix_mixed(kernel, x, x, **params)
-    eye = torch.eye(x.shape[1], dtype=x.dtype)
-    chol = torch.linalg.cholesky(k + JITTER * eye)
-    z = torch.randn(x.shape[0], x.shape[1], 1, generator=g, dtype=x.dtype)
-    return chol @ z
+    return joint_draw(g, kernel_matrix_mixed(kernel, x, x, **params), JITTER)
 
 
 def _gamma(g: torch.Generator, shape: float, n: int) -> torch.Tensor:

@@ -1,7 +1,7 @@
 """A 2D composite GP prior for spatial interpolation: ``data.name: gp2d-composite``.
 
 Each task is a zero-mean GP on 2D inputs whose kernel is a sum of ``N_COMPONENTS``
-anisotropic, rotated stationary kernels (:mod:`tnpx.kernels_anisotropic`):
+anisotropic, rotated stationary kernels (:mod:`tnpx.gp.kernels_anisotropic`):
 
 - a **smooth** large-scale component: RBF, long lengthscale on ``smooth_lengthscale``,
 - a **rough** small-scale component: a Matérn kernel of ``rough_kernels`` on
@@ -32,7 +32,7 @@ by the context; :mod:`tnpx.data.context_scaling`), so that a model learns its st
 context in the units ``predict`` works in. A mapped task's ``info`` is empty (the oracle's
 hyper-parameters no longer describe it); ``p = 0`` draws nothing more.
 
-``Batch.info``: ``kernel`` ``[batch, N_COMPONENTS]`` (indices into :data:`tnpx.kernels.KERNELS`),
+``Batch.info``: ``kernel`` ``[batch, N_COMPONENTS]`` (indices into :data:`tnpx.gp.kernels.KERNELS`),
 ``lengthscales`` ``[batch, N_COMPONENTS, 2]`` (``l1``, ``l2``, shift and scale applied),
 ``angle`` ``[batch, N_COMPONENTS]``, ``transform`` ``[batch, N_COMPONENTS, 2, 2]`` (the maps
 ``A_c``), ``variance`` ``[batch, N_COMPONENTS]``, ``noise_ctx`` / ``noise_tgt`` ``[batch]``:
@@ -47,8 +47,9 @@ from dataclasses import dataclass, field
 import torch
 
 from ...batch import Batch
-from ...kernels import KERNELS, canonical_kernel
-from ...kernels_anisotropic import anisotropic_kernel_matrix, transform_matrix
+from ...gp.kernels import KERNELS, canonical_kernel
+from ...gp.kernels_anisotropic import anisotropic_kernel_matrix, transform_matrix
+from ...gp.prior import joint_draw
 from ..base import uniform
 from ..context_scaling import check_probability, scale_some_like_predict
 from .gp_composite import _log_uniform
@@ -208,7 +209,4 @@ def _sample_field(g: torch.Generator, hyper: dict[str, torch.Tensor], x: torch.T
     a scale (inputs and lengthscales alike) too, and ``z ~ N(0, I)`` takes the same place in
     the generator's stream: a shifted or scaled config gives the same values up to rounding."""
     k = anisotropic_kernel_matrix(hyper["kernel"], hyper["transform"], hyper["variance"], x, x)
-    jitter = JITTER * hyper["variance"].sum(1)[:, None, None]
-    chol = torch.linalg.cholesky(k + jitter * torch.eye(x.shape[1], dtype=x.dtype))
-    z = torch.randn(x.shape[0], x.shape[1], 1, generator=g, dtype=x.dtype)
-    return chol @ z
+    return joint_draw(g, k, JITTER * hyper["variance"].sum(1)[:, None, None])

@@ -18,9 +18,9 @@ targets alike. Inputs are laid out as :class:`GPSampler` lays them out (``layout
 ``ctx_range``, ``tgt_range``, ``n_tgt``, ``min_ctx``..``max_ctx``).
 
 Every task's kernel is written as a sum of ``N_COMPONENTS`` stationary kernels from
-:data:`tnpx.kernels.KERNELS` (a single-kernel task has its kernel in the first slot and
+:data:`tnpx.gp.kernels.KERNELS` (a single-kernel task has its kernel in the first slot and
 variance 0 in the others), so ``Batch.info`` holds ``kernel``, ``lengthscale``, ``period`` and
-``variance`` as ``[batch, N_COMPONENTS]`` and :func:`tnpx.kernels.kernel_matrix_mixed` sums
+``variance`` as ``[batch, N_COMPONENTS]`` and :func:`tnpx.gp.kernels.kernel_matrix_mixed` sums
 them: the ``gp-oracle`` model computes the exact posterior of every task unchanged.
 ``info["composite"]`` ``[batch]`` (bool) says which tasks are composites.
 
@@ -28,7 +28,7 @@ The v3 options (issue 33, item 2), each off by default so that a v2 config draws
 tasks bit for bit:
 
 - ``polynomial_prob``: a composite task also holds, with this probability, a **polynomial
-  trend** of degree drawn from ``polynomial_degrees`` (:data:`tnpx.kernels.TREND_KERNELS`,
+  trend** of degree drawn from ``polynomial_degrees`` (:data:`tnpx.gp.kernels.TREND_KERNELS`,
   Bayesian linear regression: non-stationary, carried past the data), lengthscale log-uniform
   on ``polynomial_lengthscale`` and its own weight; every task then has ``N_COMPONENTS + 1``
   slots.
@@ -57,7 +57,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from ...kernels import ALL_KERNELS, KERNELS, TREND_KERNELS, canonical_kernel
+from ...gp.kernels import ALL_KERNELS, KERNELS, TREND_KERNELS, canonical_kernel
 from ..base import uniform
 from .gp import JITTER, GPConfig, GPSampler
 

@@ -22,7 +22,7 @@ from collections.abc import Callable
 import torch
 from torch.distributions import Distribution, Normal
 
-from .models.base import NeuralProcess
+from ..models.base import NeuralProcess
 
 CUDA_MODE = "reduce-overhead"  # CUDA graphs
 CPU_MODE = "default"

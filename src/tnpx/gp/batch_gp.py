@@ -1,8 +1,10 @@
-"""The GPyTorch half of the fitted GP baselines ``gp`` / ``mt-gp`` (:mod:`.gp_fit`): the
-masked kernel and noise and the batch of exact GPs, fit and conditioned per call.
+"""The GPyTorch half of the fitted GP baselines ``gp`` / ``mt-gp`` (registered in
+:mod:`tnpx.models.gp_fit`): the masked kernel and noise and the batch of exact GPs, fit and
+conditioned per call.
 
-Imported by :mod:`.gp_fit` only when one of those models is built, so that ``import tnpx`` and
-the model registry need no GPyTorch (the ``gp`` extra, ``pip install 'tnpx[gp]'``).
+Imported by :mod:`tnpx.models.gp_fit` only when one of those models is built, so that
+``import tnpx`` and the model registry need no GPyTorch (the ``gp`` extra,
+``pip install 'tnpx[gp]'``).
 """
 
 from __future__ import annotations

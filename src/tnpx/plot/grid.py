@@ -18,12 +18,12 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .batch import Batch
-from .data import batch_at
-from .data.grid import GridSampler
-from .extras import pyplot
-from .models import NeuralProcess
-from .plot import save_figure
+from ..batch import Batch
+from ..data import batch_at
+from ..data.grid import GridSampler
+from ..extras import pyplot
+from ..models import NeuralProcess
+from .figures import save_figure
 
 PANELS = ("context", "mean", "std", "truth")  # a task's row of :func:`grid_figure`
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .extras import pyplot
-from .plot import save_figure
+from ..extras import pyplot
+from .figures import save_figure
 
 PANELS = ("mean", "std")  # the columns of a map figure, one row per output
 

@@ -16,12 +16,12 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from ._version import __version__
-from .models.base import NeuralProcess
-from .models.registry import REGISTRY, build_model
+from .._version import __version__
+from ..models.base import NeuralProcess
+from ..models.registry import REGISTRY, build_model
 
 if TYPE_CHECKING:
-    from .config import ExperimentConfig
+    from ..config import ExperimentConfig
 
 FORMAT = "tnpx-checkpoint"
 # 2: the transformer-NP skeleton's parameter names (models declare the renames from 1).
@@ -202,7 +202,7 @@ def experiment_from_record(record: dict) -> ExperimentConfig | None:
         CheckpointError: the stored config is malformed or not one this tnpx can read (another
             version's, say).
     """
-    from .config import ConfigError, config_from_yaml  # omegaconf only where a config is read
+    from ..config import ConfigError, config_from_yaml  # omegaconf only where a config is read
 
     text = record.get("experiment")
     if text is None or text == "":
@@ -233,7 +233,7 @@ def stored_units(record: dict, source: str | os.PathLike):
     """
     import numpy as np
 
-    from .units import Affine, UnitMap
+    from ..units import Affine, UnitMap
 
     stored = record.get("normalisation")
     if stored is None:

@@ -20,13 +20,14 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .batch import Batch
-from .data import batch_at
-from .data.stations import StationsSampler
-from .extras import pyplot
-from .models import NeuralProcess
-from .plot import DataUnits, _real, save_figure
-from .plot_grid import PANELS
+from ..batch import Batch
+from ..data import batch_at
+from ..data.stations import StationsSampler
+from ..extras import pyplot
+from ..models import NeuralProcess
+from .data_units import DataUnits, _real
+from .figures import save_figure
+from .grid import PANELS
 
 
 @dataclass

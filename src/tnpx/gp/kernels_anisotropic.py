@@ -1,10 +1,10 @@
 """Anisotropic, rotated stationary kernels for 2D (or any-D) inputs, and their sums.
 
-A component ``c`` is an isotropic kernel of :data:`tnpx.kernels.KERNELS` applied to linearly
+A component ``c`` is an isotropic kernel of :data:`tnpx.gp.kernels.KERNELS` applied to linearly
 mapped inputs: ``k_c(x, x') = variance_c * k_iso(|A_c (x - x')|)``, and in 2D
 ``A = diag(1 / l1, 1 / l2) R(theta)`` (:func:`transform_matrix`): lengthscale ``l1`` along the
 direction at angle ``theta`` from the first axis, ``l2`` across it. Mapping the inputs first
-(``z = A x``) lets the isotropic kernels of :mod:`tnpx.kernels` do the rest with lengthscale 1.
+(``z = A x``) lets the isotropic kernels of :mod:`tnpx.gp.kernels` do the rest with lengthscale 1.
 """
 
 from __future__ import annotations
