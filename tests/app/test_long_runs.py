@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from experiments import long_runs
+from experiments.long_runs import driver as long_runs
 from tiny import tiny_overrides, write_tiny
 from tnpx.cli import main
 from tnpx.config import load_config

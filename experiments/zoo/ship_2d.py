@@ -1,0 +1,146 @@
+"""The 2D zoo model (issue 33, items 3 and 4): ship a finished ``gp2d-composite`` long run into
+the zoo with a card written here, and its rows in ``results/pretrained/zoo.md``.
+
+The card has the fields every shipped card has (:func:`experiments.zoo.ship.card_fields`:
+size, steps, times, provenance, ``finished``; ``check``, which tests/app/test_zoo.py repeats),
+``dim_x: 2``, and:
+
+- ``eval``: LL per target point on held-out tasks of its own prior (test split,
+  ``eval.seed``, ``eval.n_batches``) beside the GP oracle's (the exact posterior under each
+  task's kernel), the gap paired over the tasks (the key every card's own prior scores have);
+- ``shifts``: BSA-TNP's shifts of that prior (:mod:`experiments.zero_shot.shifts`, its
+  defaults): unshifted, translated, density x2 and x0.5, model and oracle LL per condition;
+- ``safe_range``: the 1D cards' entry (:func:`experiments.zoo.safe_range.measure`) on
+  2D tasks with targets out to 3 context widths on both axes
+  (:func:`tnpx.evaluation.extrapolation.profile_targets`); ``tnpx.predict`` warns past it and
+  refuses past its hard limit as for a 1D model (distance: the largest over input columns);
+- ``real_fields``: when ``results/pretrained/real-fields-2d*.json`` scored the model by its zoo
+  name, its summary per field and context size beside the fitted GP.
+
+    python -m experiments.zoo.train --ship gp2d-te-tnp-rope      # the finished long run
+    python -m experiments.zero_shot.fields --models gp2d-te-tnp-rope
+    python -m experiments.zoo.train --ship gp2d-te-tnp-rope      # again: with the field rows
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from experiments.zoo import safe_range as safe
+from experiments.zoo.score import FULL_KEYS, _entry, experiment
+from experiments.zoo.ship import (
+    add_stages,
+    card_fields,
+    check_entry,
+    scored_summary,
+    shippable_checkpoint,
+    write_zoo,
+)
+from tnpx.checkpoint import load
+from tnpx.config import ExperimentConfig, load_config
+from tnpx.data.gp2d_composite import GP2DCompositeConfig
+from tnpx.evaluation.extrapolation import PRIOR_2D as PRIOR
+from tnpx.evaluation.protocol import build_test_sampler, evaluate
+
+
+def is_2d(folder: Path, config: str | None = None) -> bool:
+    """Whether the run at ``folder`` (trained from ``config``, default its copy) trains on the
+    2D prior; False when neither file exists."""
+    path = Path(config) if config else folder / "config.yaml"
+    return path.is_file() and load_config(path).data.get("name") == PRIOR
+
+
+def trained_on(cfg: ExperimentConfig) -> str:
+    """The 2D training prior in words (:mod:`tnpx.data.gp2d_composite`)."""
+    c = GP2DCompositeConfig(**cfg.data_options())
+    p = c.component_probs
+    return (
+        f"2D GPs: per task a sum of a smooth RBF (long lengthscale log-U{c.smooth_lengthscale}) "
+        f"and a rough {' / '.join(c.rough_kernels)} (long lengthscale "
+        f"log-U{c.rough_lengthscale}), present with probability {p[0]:g} / {p[1]:g}, each "
+        f"anisotropic (short lengthscale = long / log-U{c.anisotropy}) and rotated (direction "
+        f"U[0, pi)), weights log-U{c.component_weight}, output std log-U{c.output_scale_range}, "
+        f"noise std log-U{c.noise_range} times it; {c.min_ctx}–{c.max_ctx} context points on "
+        f"{c.box}², {c.n_tgt} targets on {c.tgt_box}²"
+        + (
+            f"; {c.context_scaling:g} of the tasks mapped as tnpx.predict maps a user's table"
+            if c.context_scaling
+            else ""
+        )
+    )
+
+
+def shift_entry(source: Path, tasks: int | None = None) -> dict:
+    """A card's ``shifts``: :func:`experiments.zero_shot.shifts.run_model` on its default
+    conditions and ``tasks`` (default its default), each row without its per-task lists."""
+    # imported here: the harness needs the lab's extras (pandas, GPyTorch), zoo.md does not
+    from experiments.zero_shot import shifts
+
+    plan = shifts.conditions(shifts.SHIFT, list(shifts.DENSITIES))
+    run = shifts.run_model(str(source), plan, tasks or shifts.TASKS)
+    rows = {
+        name: {k: v for k, v in row.items() if k != "tasks"}
+        for name, row in run["conditions"].items()
+    }
+    return {"n_tasks": run["n_tasks"], "eval_seed": run["eval_seed"], "conditions": rows}
+
+
+def real_fields_summary(name: str, results: Path) -> dict | None:
+    """Per field and context size, zoo model ``name``'s RMSE / NLL (mean, s.e.), coverage and
+    seconds and the fitted GP's, from the last by name of ``results/real-fields-2d*.json`` that
+    scored ``name`` (:mod:`experiments.zero_shot.fields`), or None."""
+    return scored_summary(name, results, "real-fields-2d", "n_windows")
+
+
+def ship(
+    name: str,
+    folder: Path,
+    zoo: Path,
+    config: str | None = None,
+    force: bool = False,
+    n_batches: int | None = None,
+    provenance: tuple[str, str] = ("", ""),
+    results: Path | None = None,
+    shift_tasks: int | None = None,
+    profile_batches: int | None = None,
+) -> dict:
+    """Evaluate run ``folder``'s 2D model and write it into ``zoo`` as ``name`` (.pt + .json);
+    the arguments as :func:`experiments.zoo.ship.ship`'s, and ``shift_tasks`` tasks
+    per shift condition and ``profile_batches`` test batches for the safe range (default: the
+    harness's and :func:`~experiments.zoo.safe_range.measure`'s).
+
+    Raises:
+        UnfinishedRun: the run is unfinished and ``force`` is not set.
+        ValueError: the run trains on another prior, or the checkpoint is over the zoo's size.
+    """
+    source, status = shippable_checkpoint(folder, force)
+    config = config or str(folder / "config.yaml")
+    cfg = experiment(source)
+    if cfg.data["name"] != PRIOR:
+        raise ValueError(f"{folder}: trains on {cfg.data['name']!r}, not the 2D prior {PRIOR!r}")
+    model = load(source).eval()
+    card = card_fields(name, folder, model, cfg, config, status, provenance, trained_on(cfg))
+    card["dim_x"] = 2
+    start = time.perf_counter()
+    prior = evaluate(model, build_test_sampler(cfg), n_batches or cfg.eval.n_batches)
+    card["eval"] = _entry(prior, FULL_KEYS)
+    card["check"] = check_entry(model, config)
+    card["eval_s"] = time.perf_counter() - start
+    add_stages(card, name, folder)  # none unless ship.STAGES lists earlier ones
+    card["shifts"] = shift_entry(source, shift_tasks)
+    found = safe.measure(source, profile_batches or safe.BATCHES)
+    card["safe_range"] = {**found, "commit": provenance[0], "command": provenance[1]}
+    real = real_fields_summary(name, results) if results else None
+    if real is not None:
+        card["real_fields"] = real
+    write_zoo(name, source, card, zoo)
+    return card
+
+
+def headline(card: dict) -> str:
+    """One line of a shipped 2D card's scores: the gap to the oracle and each shift's LL."""
+    e = card["eval"]
+    conditions = card["shifts"]["conditions"].values()
+    moved = ", ".join(f"{c['name']} {c['ll'][0]:.3f}" for c in conditions)
+    return f"prior gap {e['gap']:.3f} ± {e['gap_se']:.3f}; LL {moved}"
