@@ -39,7 +39,7 @@ import torch
 import tnpx
 from experiments.zero_shot.field_data import load_field
 from experiments.zero_shot.fitted_gp import fit_field_gp
-from experiments.zero_shot.series import score
+from experiments.zero_shot.scoring import score
 from tnpx.plot_map import plot_prediction_map
 from tnpx.provenance import command_line, git_commit, hardware
 
@@ -61,7 +61,7 @@ def field_tables(context_size: int, seed: int) -> tuple[pd.DataFrame, pd.DataFra
 def scores(y: np.ndarray, mean: np.ndarray, std: np.ndarray) -> dict:
     """RMSE (m), Gaussian NLL per point (nats, in metres), 95 % coverage and the share beyond
     5σ of observations ``y [n]`` under predictions ``mean``, ``std [n]``
-    (:func:`experiments.zero_shot.series.score`, the real-data harnesses' scores)."""
+    (:func:`experiments.zero_shot.scoring.score`, the real-data harnesses' scores)."""
     scored = score(y, mean, std)
     return {"n_points": len(y), "rmse_m": scored.pop("rmse"), **scored}
 

@@ -6,12 +6,12 @@ tasks (their first batches).
 A model's gap to the oracle splits, task by task, into the oracle's advantage of knowing each
 task's hyper-parameters (oracle − average: no model that sees only the context can close it)
 and the model's own shortfall (average − model: what training and architecture can still
-win). Issue 20's goal is a gap <= 0.15 nats on this prior.
+win). The zoo's goal is a gap <= 0.15 nats on this prior.
 
     python -m experiments.bayes.reference      # results/pretrained/bayes-reference.{md,json}
     python -m experiments.bayes.reference --dry-run      # what is reused, what computed, how long
     python -m experiments.bayes.reference --cached-only  # the models' rows, never the average
-    python -m experiments.bayes.reference --checkpoint v2=long-runs/gp1d-v2-tnp/checkpoints/last.pt
+    python -m experiments.bayes.reference --checkpoint run=long-runs/gp1d-v2-tnp/checkpoints/last.pt
     python -m experiments.bayes.reference --batches 2 --out /tmp/look   # a quick look
 
 The average is the costly part (~20 min of one core at the defaults), a model's scores are not:

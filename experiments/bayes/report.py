@@ -5,9 +5,10 @@ irreducible part and its own shortfall, overall, per kernel and per region."""
 from __future__ import annotations
 
 from experiments.bayes.cache import CACHE
+from experiments.kit import pm, pm_key
 from experiments.zoo.score import KERNELS
 
-TARGET_GAP = 0.15  # issue 20's goal on this prior
+TARGET_GAP = 0.15  # the zoo's gap goal on this prior
 
 
 def shortfalls(result: dict, name: str) -> tuple[float, float, float]:
@@ -26,7 +27,7 @@ def reading(result: dict) -> str:
     worst = max(KERNELS, key=lambda k: result["per_kernel"][k]["gap"])
     shift = conv["fine"]["average_ll"] - conv["coarse"]["average_ll"]
     parts = [
-        f"Knowing each task's hyper-parameters is worth {e['gap']:.3f} ± {e['gap_se']:.3f} nats "
+        f"Knowing each task's hyper-parameters is worth {pm_key(e)} nats "
         "per target point on this prior: the part of any model's gap to the oracle that no "
         f"model seeing only the context can remove (issue 20's goal: a gap <= {TARGET_GAP}).",
         f"The largest part is on {worst} tasks ({result['per_kernel'][worst]['gap']:.3f}).",
@@ -72,10 +73,6 @@ def timing(result: dict) -> str:
     )
 
 
-def _cell(mean: float, se: float) -> str:
-    return f"{mean:.3f} ± {se:.3f}"
-
-
 def _kernel_rows(result: dict) -> list[tuple[str, dict]]:
     return [(k, result["per_kernel"][k]) for k in KERNELS]
 
@@ -93,14 +90,11 @@ def table(first: str, entries: list[tuple[str, dict]]) -> list[str]:
     for label, entry in entries:
         cells = [
             f"{label} ({entry['n_tasks']:,})",
-            _cell(entry["oracle_ll"], entry["oracle_ll_se"]),
-            _cell(entry["average_ll"], entry["average_ll_se"]),
-            _cell(entry["gap"], entry["gap_se"]),
+            pm(entry["oracle_ll"], entry["oracle_ll_se"]),
+            pm(entry["average_ll"], entry["average_ll_se"]),
+            pm(entry["gap"], entry["gap_se"]),
         ]
-        cells += [
-            f"{m['gap']:.3f} ({m['shortfall']:.3f} ± {m['shortfall_se']:.3f})"
-            for m in entry["models"].values()
-        ]
+        cells += [f"{m['gap']:.3f} ({pm_key(m, 'shortfall')})" for m in entry["models"].values()]
         rows.append("| " + " | ".join(cells) + " |")
     return rows
 

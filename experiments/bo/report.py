@@ -11,16 +11,11 @@ from pathlib import Path
 import torch
 
 from experiments.bo.benchmark import BASELINES, BOBenchmark, labels
+from experiments.kit import mean_se, pm
 from tnpx.extras import pyplot
 from tnpx.provenance import hardware
 
 KERNEL_TITLES = {"matern32": "Matérn-3/2", "periodic": "periodic", "rbf": "RBF"}
-
-
-def mean_se(values: list[float]) -> tuple[float, float]:
-    t = torch.tensor(values, dtype=torch.float64)
-    se = t.std().item() / math.sqrt(len(t)) if len(t) > 1 else float("nan")
-    return t.mean().item(), se
 
 
 def final_regrets(cell: dict) -> list[float]:
@@ -41,7 +36,7 @@ def regret_table(bench: BOBenchmark, cells: dict) -> str:
                 row.append(f"—{ref}")
             else:
                 m, se = mean_se(final_regrets(cell))
-                row.append(f"{m:.3f} ± {se:.3f}{ref}")
+                row.append(f"{pm(m, se)}{ref}")
         lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines)
 

@@ -1,4 +1,4 @@
-"""Time to accuracy on KR-1 (issue 34, item 1): how many steps, core-hours and FLOPs a training
+"""Time to accuracy on KR-1: how many steps, core-hours and FLOPs a training
 recipe needs to reach the TNP-KR paper's held-out NLL.
 
 A *recipe* is a long run (``experiments/long_runs/driver.py``: a config and overrides, trained in
@@ -31,6 +31,7 @@ from pathlib import Path
 
 import torch
 
+from experiments.kit import pm
 from experiments.long_runs.driver import FOLDER, RUNS
 from experiments.paper_tables.kr1_exact import (
     KERNEL_NAMES,
@@ -265,7 +266,7 @@ def test_score(c: Curve) -> str:
     """``NLL ± s.e. (oracle NLL)`` on the test set, or a dash before the run is finished."""
     if c.test is None:
         return "—"
-    return f"{-c.test['ll']:.3f} ± {test_se(c.test):.3f} ({-c.test['oracle_ll']:.3f})"
+    return f"{pm(-c.test['ll'], test_se(c.test))} ({-c.test['oracle_ll']:.3f})"
 
 
 def goal_verdict(c: Curve, step: int) -> str:

@@ -1,4 +1,4 @@
-"""KR-1 at the exact protocol (issues 20 and 34): the long runs ``long-runs/kr1-<kernel>-<model>/``
+"""KR-1 at the exact protocol: the long runs ``long-runs/kr1-<kernel>-<model>/``
 against the TNP-KR paper's numbers, with their learning curves, for the RBF, Matérn-3/2 and
 periodic kernels.
 
@@ -23,6 +23,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from experiments.kit import pm
 from experiments.long_runs.driver import RUNS
 from tnpx.config import load_config
 from tnpx.evaluation.protocol import cached_evaluate
@@ -218,7 +219,7 @@ def finished_reading(
     nll, se, oracle = -test["ll"], test_se(test), -test["oracle_ll"]
     gap = f"{nll - oracle:.3f} above the GP oracle ({oracle:.3f}) on the same tasks"
     if paper is None:
-        return f"{label}: test NLL {nll:.3f} ± {se:.3f}, {gap}."
+        return f"{label}: test NLL {pm(nll, se)}, {gap}."
     diff = nll - paper
     if abs(diff) <= 2 * se:
         verdict = "within 2 standard errors of the paper's: the goal is met"
@@ -235,7 +236,7 @@ def finished_reading(
             + curve_trend(val_curve)
         )
     return (
-        f"**{label}** (finished): test NLL {nll:.3f} ± {se:.3f} against the paper's "
+        f"**{label}** (finished): test NLL {pm(nll, se)} against the paper's "
         f"{paper:.3f}, {verdict}; {gap}."
     )
 
@@ -265,7 +266,7 @@ def report(rows: list[Row], budget: dict, commit: str) -> str:
     for r in rows:
         s, t, spec = r.status, r.test, r.spec
         val = "—" if s.val_ll is None else f"{-s.val_ll:.3f} ({s.val_step:,})"
-        test = "—" if t is None else f"{-t['ll']:.3f} ± {test_se(t):.3f}"
+        test = "—" if t is None else pm(-t["ll"], test_se(t))
         oracle = "—" if t is None else f"{-t['oracle_ll']:.3f}"
         paper = "—" if spec.paper is None else f"{spec.paper:.3f}"
         cell = budget.get((spec.kernel, spec.model)) if spec.label == spec.model else None

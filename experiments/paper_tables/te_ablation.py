@@ -21,6 +21,7 @@ import json
 import math
 from pathlib import Path
 
+from experiments.kit import pm
 from experiments.paper_tables.staleness import as_json_values, run_stale_reason, settings
 from experiments.paper_tables.table_spec import ROOT
 from tnpx.config import ExperimentConfig, load_config
@@ -153,15 +154,14 @@ def report(rows, seconds, cfg, exact, commit) -> str:
         table.append(
             f"| {label} | "
             + " | ".join(
-                f"{m.ll:.3f} ± {m.ll_se:.3f} ({paper[i]:+.2f})"
-                for i, m in enumerate(cells.values())
+                f"{pm(m.ll, m.ll_se)} ({paper[i]:+.2f})" for i, m in enumerate(cells.values())
             )
             + " |"
         )
     oracle = next(iter(rows.values()))
     table.append(
         "| gp-oracle | "
-        + " | ".join(f"{m.oracle_ll:.3f} ± {m.oracle_ll_se:.3f}" for m in oracle.values())
+        + " | ".join(pm(m.oracle_ll, m.oracle_ll_se) for m in oracle.values())
         + " |"
     )
     budget = (

@@ -14,6 +14,7 @@ import argparse
 import json
 from pathlib import Path
 
+from experiments.kit import pm
 from tnpx.config import load_config
 from tnpx.evaluation.protocol import Metrics, cached_evaluate
 from tnpx.provenance import command_line, git_commit, hardware
@@ -114,7 +115,7 @@ def section_markdown(key: str, table: dict) -> str:
         secs = cells["_seconds"]
         lines.append(
             f"| {label} | "
-            + " | ".join(f"{m.ll:.3f} ± {m.ll_se:.3f}" for m in values)
+            + " | ".join(pm(m.ll, m.ll_se) for m in values)
             + f" | {cells['_params']:,} | {cells['_steps']:,} | {secs:.0f} s "
             + f"| `configs/{rows[label]}-budget.yaml` |"
         )

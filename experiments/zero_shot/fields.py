@@ -47,7 +47,7 @@ import tnpx
 from experiments.zero_shot.field_data import FIELDS, RealField, load_field
 from experiments.zero_shot.fields_report import plot_window, run_header, write_report
 from experiments.zero_shot.fitted_gp import fit_field_gp
-from experiments.zero_shot.series import ZeroShot, load_models, save_run, score_context, summarise
+from experiments.zero_shot.scoring import ZeroShot, load_models, save_run, score_context, summarise
 
 WINDOW_FRACTION = 1 / 3  # a window's side, of the field's shorter side
 CONTEXT_SIZES = (30, 100, 300)

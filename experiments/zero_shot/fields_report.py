@@ -10,7 +10,8 @@ from pathlib import Path
 
 import numpy as np
 
-from experiments.zero_shot.series_report import GP
+from experiments.kit import paired_mean_se, pm_units
+from experiments.zero_shot.series_report import GP, named_models
 from tnpx.data.gp2d_composite import GP2DCompositeConfig
 from tnpx.provenance import command_line, git_commit, hardware
 
@@ -26,12 +27,6 @@ def run_header() -> dict:
     }
 
 
-def _cell(pair: tuple[float, float]) -> str:
-    mean, se = pair
-    digits = 3 if abs(mean) < 10 else 1
-    return f"{mean:.{digits}f} ± {se:.{digits}f}"
-
-
 def _rows(run: dict, head: list[str], cells) -> list[str]:
     """A markdown table: ``head``, then per field and context size ``cells(summary)``."""
     rows = ["| field, N | " + " | ".join(head) + " |", "|" + " --- |" * (len(head) + 1)]
@@ -43,9 +38,8 @@ def _rows(run: dict, head: list[str], cells) -> list[str]:
 
 def paired_gap(windows: list[dict], model: str, metric: str) -> tuple[float, float]:
     """Mean ± s.e. over the windows of ``model``'s metric less the fitted GP's (same windows)."""
-    diffs = [w["scores"][model][metric] - w["scores"][GP][metric] for w in windows]
-    se = np.std(diffs, ddof=1) / np.sqrt(len(diffs)) if len(diffs) > 1 else 0.0
-    return float(np.mean(diffs)), float(se)
+    scores = [w["scores"] for w in windows]
+    return paired_mean_se([s[model][metric] for s in scores], [s[GP][metric] for s in scores])
 
 
 def _verdicts(run: dict, models: list[str]) -> list[str]:
@@ -71,9 +65,7 @@ def _verdicts(run: dict, models: list[str]) -> list[str]:
 def write_report(run: dict, labels: list[str], figure: str, path: Path) -> str:
     """Write the markdown report to ``path`` and return it."""
     models = [lab for lab in labels if lab != GP]
-    named = ", ".join(
-        f"`{lab}`" + (f" (`{spec}`)" if spec != lab else "") for lab, spec in run["models"].items()
-    )
+    named = named_models(run)
     fields = "; ".join(
         f"{n} ({d['description']}; {d['grid']} grid, {d['extent_km'][0]} x {d['extent_km'][1]} "
         f"km, windows of {d['window_km']} km; {d['y_range'][0]:g} to {d['y_range'][1]:g} "
@@ -83,9 +75,7 @@ def write_report(run: dict, labels: list[str], figure: str, path: Path) -> str:
     quality = _rows(
         run,
         [f"{lab} RMSE (m)" for lab in labels] + [f"{lab} NLL" for lab in labels],
-        lambda s: (
-            [_cell(s[lab]["rmse"]) for lab in labels] + [_cell(s[lab]["nll"]) for lab in labels]
-        ),
+        lambda s: [pm_units(s[lab][m]) for m in ("rmse", "nll") for lab in labels],
     )
     calibration = _rows(
         run,
@@ -204,7 +194,7 @@ def _shift_table(result: dict) -> list[str]:
     ]
     for name, c in result["conditions"].items():
         cells = [_input_box(result["data"], c)]
-        cells += [_cell(c[k]) for k in ("ll", "change", "oracle_ll", "oracle_change", "gap")]
+        cells += [pm_units(c[k]) for k in ("ll", "change", "oracle_ll", "oracle_change", "gap")]
         rows.append(f"| {name} | " + " | ".join(cells) + f" | {c['coverage95']:.3f} |")
     return rows
 
@@ -215,7 +205,7 @@ def _shift_reading(label: str, result: dict) -> str:
     base = conditions[0]["gap"]
     parts = [
         f"{c['name']}: LL {c['change'][0]:+.3f} ± {c['change'][1]:.3f} from unshifted, gap to "
-        f"the oracle {_cell(c['gap'])} (unshifted {_cell(base)})"
+        f"the oracle {pm_units(c['gap'])} (unshifted {pm_units(base)})"
         for c in conditions[1:]
     ]
     paired = max(c["max_output_difference"] for c in conditions)

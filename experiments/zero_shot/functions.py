@@ -1,7 +1,7 @@
-"""Ten classic 1D test functions, as issue 33 measures a zoo model against a fitted GP: each
-function observed noise-free at 20 points, predicted on a grid across its domain.
+"""Ten classic 1D test functions, on which the zoo's goals measure a zoo model against a fitted
+GP: each function observed noise-free at 20 points, predicted on a grid across its domain.
 
-Issue 33, item 2's goal: "on smooth noise-free functions with 20 points, relative RMSE within
+The zoo's goal: "on smooth noise-free functions with 20 points, relative RMSE within
 3x of a fitted GP". The functions are public benchmark formulas (the Virtual Library of
 Simulation Experiments' 1D functions and Gavana's global-optimisation problems), written here
 from their definitions in :data:`FUNCTIONS`. A function counts as *smooth* if it is analytic
@@ -19,7 +19,7 @@ starts). Scores: relative RMSE (the RMSE of the mean over the function's std on 
 NLL per target point, 95 % coverage, seconds per prediction (a model: the median of repeated
 ``tnpx.predict`` calls; the GP: its fit and prediction).
 
-    python -m experiments.zero_shot.functions                  # the v2 zoo
+    python -m experiments.zero_shot.functions                  # the composite-prior models
     python -m experiments.zero_shot.functions --models gp1d-v2-tnp long-runs/gp1d-v3-tnp/model.pt
 
 Writes ``results/pretrained/test-functions.md`` (+ ``.json``, ``.png``) unless ``--out`` says
@@ -40,9 +40,10 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
+from experiments.kit import mean_se
 from experiments.zero_shot.fitted_gp import fit_field_gp
 from experiments.zero_shot.functions_report import plot_functions, write_report
-from experiments.zero_shot.series import load_models, mean_se, save_run, score_context, summarise
+from experiments.zero_shot.scoring import load_models, save_run, score_context, summarise
 from tnpx.provenance import command_line, git_commit, hardware
 
 

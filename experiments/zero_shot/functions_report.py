@@ -7,10 +7,11 @@ from pathlib import Path
 
 import numpy as np
 
-from experiments.zero_shot.series_report import GP
+from experiments.kit import pm_small
+from experiments.zero_shot.series_report import GP, named_models
 
 COLOURS = ["tab:blue", "tab:orange", "tab:green", "tab:purple"]
-GOAL_RATIO = 3.0  # issue 33: relative RMSE within 3x of the fitted GP's, on smooth functions
+GOAL_RATIO = 3.0  # the zoo's goal: relative RMSE within 3x of the fitted GP's, on smooth functions
 
 
 def ratio(summary: dict, label: str) -> float:
@@ -20,22 +21,13 @@ def ratio(summary: dict, label: str) -> float:
 
 def goal_verdicts(run: dict, labels: list[str]) -> dict[str, dict]:
     """Per model: its ratio to the GP on each smooth function and whether every one is within
-    :data:`GOAL_RATIO` (issue 33's goal)."""
+    :data:`GOAL_RATIO` (the zoo's goal)."""
     smooth = [name for name in run["results"] if run["functions"][name]["smooth"]]
     out = {}
     for label in (lab for lab in labels if lab != GP):
         ratios = {name: ratio(run["results"][name]["summary"], label) for name in smooth}
         out[label] = {"ratios": ratios, "met": all(r <= GOAL_RATIO for r in ratios.values())}
     return out
-
-
-def _cell(pair) -> str:
-    """``mean ± s.e.``: three decimals, or two significant digits below 0.01 (a GP's relative
-    RMSE on a smooth function is ~1e-4, which three decimals would print as 0.000)."""
-    mean, se = pair
-    if abs(mean) < 0.01:
-        return f"{mean:.1e} ± {se:.1e}"
-    return f"{mean:.3f} ± {se:.3f}"
 
 
 def _scores(run: dict, labels: list[str], metric: str) -> list[str]:
@@ -49,7 +41,7 @@ def _scores(run: dict, labels: list[str], metric: str) -> list[str]:
     for name, result in run["results"].items():
         s = result["summary"]
         cells = [name, "yes" if run["functions"][name]["smooth"] else "no"]
-        cells += [_cell(s[lab][metric]) for lab in labels]
+        cells += [pm_small(s[lab][metric]) for lab in labels]
         if metric == "rel_rmse":
             cells += [f"{ratio(s, m):.1f}x" for m in models]
         rows.append("| " + " | ".join(cells) + " |")
@@ -73,7 +65,7 @@ def _calibration_and_speed(run: dict, labels: list[str]) -> list[str]:
 
 
 def reading(run: dict, labels: list[str]) -> str:
-    """Issue 33's goal per model (every smooth function within 3x of the GP's relative RMSE),
+    """The zoo's goal per model (every smooth function within 3x of the GP's relative RMSE),
     its worst smooth function, and how much faster than the GP it is."""
     parts = []
     for label, verdict in goal_verdicts(run, labels).items():
@@ -110,9 +102,7 @@ def write_report(run: dict, labels: list[str], figure: str, path: Path) -> str:
         f"{n}: {d['formula']} on [{d['domain'][0]:.3g}, {d['domain'][1]:.3g}] ({d['source']})"
         for n, d in run["functions"].items()
     )
-    models = ", ".join(
-        f"`{lab}`" + (f" (`{spec}`)" if spec != lab else "") for lab, spec in run["models"].items()
-    )
+    models = named_models(run)
     text = f"""# Zoo models on classic 1D test functions, 20 noise-free points, against a fitted GP
 
 **What**: issue 33's test of smooth extrapolation and interpolation: each function observed

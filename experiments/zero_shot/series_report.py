@@ -7,14 +7,18 @@ from pathlib import Path
 
 import numpy as np
 
+from experiments.kit import paired_mean_se, pm_units
+
 KINDS = ("interpolation", "extrapolation", "forecast")
 GP = "fitted GP"
 
 
-def _cell(pair: tuple[float, float]) -> str:
-    mean, se = pair
-    digits = 3 if abs(mean) < 10 else 1
-    return f"{mean:.{digits}f} ± {se:.{digits}f}"
+def named_models(run: dict) -> str:
+    """A scored run's models for a report's text: each label, and in brackets the zoo name or
+    checkpoint it was loaded from where that differs."""
+    return ", ".join(
+        f"`{lab}`" + (f" (`{spec}`)" if spec != lab else "") for lab, spec in run["models"].items()
+    )
 
 
 def _table(run: dict, labels: list[str], kind: str) -> list[str]:
@@ -23,8 +27,8 @@ def _table(run: dict, labels: list[str], kind: str) -> list[str]:
     rows = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
     for name, info in run["series"].items():
         summary = run["results"][f"{name}/{kind}"]["summary"]
-        cells = [_cell(summary[lab]["rmse"]) for lab in labels]
-        cells += [_cell(summary[lab]["nll"]) for lab in labels]
+        cells = [pm_units(summary[lab]["rmse"]) for lab in labels]
+        cells += [pm_units(summary[lab]["nll"]) for lab in labels]
         rows.append(f"| {name} ({info['y_units']}) | " + " | ".join(cells) + " |")
     return rows
 
@@ -58,7 +62,7 @@ def forecast_share(run: dict, label: str) -> float | None:
 
 
 def forecast_verdict(run: dict, labels: list[str]) -> str:
-    """Issue 33's goal: in forecasts, no model beyond 5σ more often than the fitted GP (the
+    """The zoo's goal: in forecasts, no model beyond 5σ more often than the fitted GP (the
     shares pooled over every series' forecast targets)."""
     gp = forecast_share(run, GP)
     if gp is None:
@@ -89,11 +93,8 @@ def _latency(run: dict, labels: list[str]) -> list[str]:
 
 def paired(run: dict, key: str, model: str, metric: str) -> tuple[float, float]:
     """Mean ± s.e. over the splits of ``model``'s metric less the fitted GP's (same splits)."""
-    diffs = [
-        s["scores"][model][metric] - s["scores"][GP][metric] for s in run["results"][key]["splits"]
-    ]
-    se = np.std(diffs, ddof=1) / np.sqrt(len(diffs)) if len(diffs) > 1 else 0.0
-    return float(np.mean(diffs)), float(se)
+    splits = [s["scores"] for s in run["results"][key]["splits"]]
+    return paired_mean_se([s[model][metric] for s in splits], [s[GP][metric] for s in splits])
 
 
 def _verdicts(run: dict, labels: list[str]) -> list[str]:
@@ -125,9 +126,7 @@ def _verdicts(run: dict, labels: list[str]) -> list[str]:
 def write_report(run: dict, labels: list[str], figure: str, path: Path) -> str:
     """Write the markdown report to ``path`` and return it."""
     series = "; ".join(f"{n} ({d['description']}; {d['source']})" for n, d in run["series"].items())
-    models = ", ".join(
-        f"`{lab}`" + (f" (`{spec}`)" if spec != lab else "") for lab, spec in run["models"].items()
-    )
+    models = named_models(run)
     n = run["n_splits"]
     has_forecast = any(k.endswith("/forecast") for k in run["results"])
     forecast = "\n".join(_table(run, labels, "forecast")) if has_forecast else "(not run)"

@@ -46,7 +46,7 @@ from pathlib import Path
 import torch
 
 from experiments.zero_shot.fields_report import run_header, shift_report
-from experiments.zero_shot.series import distinct_labels, model_label
+from experiments.zero_shot.scoring import distinct_labels, model_label
 from tnpx.batch import Batch, observed_mean
 from tnpx.checkpoint import experiment_from_record, model_from_record, read_checkpoint
 from tnpx.config import ExperimentConfig

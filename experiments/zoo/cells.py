@@ -1,14 +1,10 @@
-"""Table cells and sections the zoo reports share (zoo.md's 1D and 2D parts): a value ± its
-standard error, a card's safe-range cells, and the measured-data tables beside a fitted GP."""
+"""Table cells and sections the zoo reports share (zoo.md's 1D and 2D parts): a card's
+training, safe-range and shift cells, and the measured-data tables beside a fitted GP (a value
+± its standard error: :func:`experiments.kit.pm_key`)."""
 
 from __future__ import annotations
 
 from experiments.zero_shot.series_report import GP
-
-
-def pm(entry: dict, key: str = "gap") -> str:
-    """``entry[key] ± entry[key_se]``, three decimals."""
-    return f"{entry[key]:.3f} ± {entry[f'{key}_se']:.3f}"
 
 
 def stage_steps(card: dict) -> str:

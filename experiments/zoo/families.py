@@ -1,4 +1,4 @@
-"""Where on the v3 prior (c) a zoo model's gap to the GP oracle lies: its tasks split by family,
+"""Where on the wide prior (c) a zoo model's gap to the GP oracle lies: its tasks split by family,
 single kernel or composite sum, noisy or near noise-free ("quiet"), each cell the paired gap
 (oracle − model, nats per target point) mean ± s.e. over its tasks.
 
@@ -19,6 +19,7 @@ from pathlib import Path
 
 import torch
 
+from experiments.kit import pm
 from experiments.zoo.score import prior_sampler
 from tnpx.data import batch_at
 from tnpx.evaluation.protocol import mean_se
@@ -74,7 +75,7 @@ def report(rows: dict[str, dict], command: str, commit: str, seconds: float) -> 
     lines = [f"| model | {header} |", "|" + " --- |" * (len(columns) + 1)]
     for name, cells in rows.items():
         lines.append(
-            f"| `{name}` | " + " | ".join(f"{cells[c][0]:.3f} ± {cells[c][1]:.3f}" for c in columns)
+            f"| `{name}` | " + " | ".join(pm(cells[c][0], cells[c][1]) for c in columns)
             + " |"
         )  # fmt: skip
     best = {c: min(rows, key=lambda n: rows[n][c][0]) for c in columns}

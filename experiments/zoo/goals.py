@@ -1,4 +1,4 @@
-"""Issue 33's goals for the 1D zoo, met or missed, one row per model (a section of zoo.md).
+"""The 1D zoo's goals, met or missed, one row per model (a section of zoo.md).
 
 Each goal is read from the result file that measures it, for the models that file scored:
 

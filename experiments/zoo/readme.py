@@ -1,4 +1,4 @@
-"""The README's zoo tables, written from the zoo report's cards (issue 33: "the README's zoo
+"""The README's zoo tables, written from the zoo report's cards ("the README's zoo
 section is rewritten from those results"), never by hand.
 
 ``python -m experiments.zoo.train --report`` writes the 1D table between the README's two
@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from experiments.zoo.cells import generation, pm, shift_cell, shift_names, table_head
+from experiments.kit import pm_key
+from experiments.zoo.cells import generation, shift_cell, shift_names, table_head
 from experiments.zoo.score import PRIORS
 
 BEGIN = "<!-- zoo table: written by `python -m experiments.zoo.train --report` -->"
@@ -62,7 +63,7 @@ def readme_table(cards: dict[str, dict]) -> list[str]:
     ]
     for name in sorted(cards, key=lambda n: cards[n]["eval"]["gap"]):
         c = cards[name]
-        gaps = " | ".join(pm(c[key]) if key in c else "—" for key in ("eval", *PRIORS))
+        gaps = " | ".join(pm_key(c[key]) if key in c else "—" for key in ("eval", *PRIORS))
         rows.append(f"| `{name}` | {trained_words(c)} | {gaps} | {calibrated_words(c)} |")
     return rows
 
@@ -80,7 +81,8 @@ def readme_table_2d(cards: dict[str, dict]) -> list[str]:
         c = cards[name]
         cells = " | ".join(shift_cell(c["shifts"]["conditions"][n]) for n in names)
         rows.append(
-            f"| `{name}` | {trained_words(c)} | {pm(c['eval'])} | {cells} | {calibrated_words(c)} |"
+            f"| `{name}` | {trained_words(c)} | {pm_key(c['eval'])} | {cells} | "
+            f"{calibrated_words(c)} |"
         )
     return rows
 

@@ -1,5 +1,5 @@
-"""The 1D zoo in one report (issue 20): every ``gp1d-*`` card in ``src/tnpx/zoo/``, today's and
-the v2 long runs', on the single-kernel prior (a) and the composite prior (b) against the GP
+"""The 1D zoo in one report: every ``gp1d-*`` card in ``src/tnpx/zoo/``, the first models' and
+the long runs', on the single-kernel prior (a) and the composite prior (b) against the GP
 oracle; the part of each gap that no model can remove (``bayes-reference.json``,
 :mod:`experiments.bayes.reference`); and zero-shot on measured series beside a GP fitted per
 series (for each model the newest ``real-series*.json`` that scored it,
@@ -10,7 +10,7 @@ own (:func:`experiments.zoo.report_2d.zoo_section`).
 
 The scores are the cards' own (each card names the command and commit that produced it),
 except prior (b) for cards that predate it (today's zoo): those are computed here, on the same
-test tasks as the v2 cards'.
+test tasks as the long runs' cards.
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ import json
 from pathlib import Path
 
 from experiments.bayes.report import shortfalls
+from experiments.kit import pm_key
 from experiments.zoo.cells import (
     generation,
-    pm,
     real_section,
     safe_cells,
     stage_steps,
@@ -32,11 +32,11 @@ from experiments.zoo.readme import write_readme
 from experiments.zoo.report_2d import zoo_cards_2d, zoo_section
 from experiments.zoo.score import KERNELS, PRIORS, ROOT, prior_sampler, prior_score
 from experiments.zoo.ship import (
+    COMPOSITE_MODELS,
     TARGET_GAP,
-    V2,
-    V3,
-    _relative,
+    WIDE_MODELS,
     real_series_summary,
+    repo_relative,
     shipped_run,
 )
 from tnpx.checkpoint import load
@@ -48,7 +48,8 @@ REPORT = "zoo"  # results/pretrained/zoo.{md,json,png}
 
 
 def zoo_cards(zoo: Path) -> dict[str, dict]:
-    """The ``gp1d-*`` cards of ``zoo`` by name, today's, then v2, then v3 (each sorted by name)."""
+    """The ``gp1d-*`` cards of ``zoo`` by name, in zoo generation order
+    (:func:`experiments.zoo.cells.generation`), each generation sorted by name."""
     paths = sorted(zoo.glob("gp1d-*.json"), key=lambda p: (generation(p.stem), p.stem))
     return {p.stem: json.loads(p.read_text()) for p in paths}
 
@@ -72,9 +73,10 @@ def with_priors(cards: dict[str, dict], zoo: Path) -> dict[str, dict]:
 
 
 def unshipped(zoo: Path, runs: Path) -> list[str]:
-    """Lines for the v2 and v3 runs without a card in ``zoo``: how far each has trained."""
+    """Lines for the composite- and wide-prior runs without a card in ``zoo``: how far each has
+    trained."""
     lines = []
-    for name in [*V2, *V3]:
+    for name in [*COMPOSITE_MODELS, *WIDE_MODELS]:
         if (zoo / f"{name}.json").exists():
             continue
         folder = runs / shipped_run(name)
@@ -83,7 +85,7 @@ def unshipped(zoo: Path, runs: Path) -> list[str]:
             continue
         st = run_status(folder)
         lines.append(
-            f"- `{name}`: not shipped; its long run (`{_relative(folder)}`) is at step "
+            f"- `{name}`: not shipped; its long run (`{repo_relative(folder)}`) is at step "
             f"{st.steps_done:,} of {st.steps_total:,}, and only a finished run is shipped."
         )
     return lines
@@ -101,13 +103,14 @@ def summary_rows(cards: dict[str, dict]) -> list[str]:
         hours, steps = train_hours(c), stage_steps(c)
         met = "met" if a["gap"] <= TARGET_GAP else f"missed by {a['gap'] - TARGET_GAP:.3f}"
         others = " | ".join(
-            f"{pm(c[key], 'll')} | {pm(c[key])}{' *' if c[key].get('computed_here') else ''}"
+            f"{pm_key(c[key], 'll')} | {pm_key(c[key])}"
+            + (" *" if c[key].get("computed_here") else "")
             for key in PRIORS
         )
         prior = f"composite (v{generation(name)})" if trained_on_composite(c) else "single-kernel"
         rows.append(
             f"| `{name}` | {c['model']} | {c['params']:,} | {prior} | {steps} "
-            f"({c['batch_size']}) | {hours} | {pm(a, 'll')} | {pm(a)} | {met} | "
+            f"({c['batch_size']}) | {hours} | {pm_key(a, 'll')} | {pm_key(a)} | {met} | "
             f"{a['coverage95']:.3f} | {others} | {safe_cells(c)} | "
             f"`{c['commit']}` |"
         )
@@ -117,10 +120,10 @@ def summary_rows(cards: dict[str, dict]) -> list[str]:
 def kernel_rows(cards: dict[str, dict], bayes: dict | None) -> list[str]:
     rows = ["| name | " + " | ".join(KERNELS) + " |", "|" + " --- |" * (len(KERNELS) + 1)]
     for name, c in cards.items():
-        cells = " | ".join(pm(c["per_kernel"][k]) for k in KERNELS)
+        cells = " | ".join(pm_key(c["per_kernel"][k]) for k in KERNELS)
         rows.append(f"| `{name}` | {cells} |")
     if bayes is not None:
-        cells = " | ".join(pm(bayes["per_kernel"][k]) for k in KERNELS)
+        cells = " | ".join(pm_key(bayes["per_kernel"][k]) for k in KERNELS)
         n = bayes["per_kernel"][KERNELS[0]]["n_tasks"]
         rows.append(f"| irreducible (Bayes average, {n} tasks each) | {cells} |")
     return rows
@@ -155,8 +158,8 @@ def split_rows(bayes: dict, cards: dict[str, dict] | None = None) -> list[str]:
         inter, extra, periodic = shortfalls(bayes, name)
         mark = " †" if shipped_after((cards or {}).get(name), bayes) else ""
         rows.append(
-            f"| `{name}`{mark} | {pm(m)} | {pm(e)} | {pm(m, 'shortfall')} | {inter:.3f} | "
-            f"{extra:.3f} | {periodic:.3f} |"
+            f"| `{name}`{mark} | {pm_key(m)} | {pm_key(e)} | {pm_key(m, 'shortfall')} | "
+            f"{inter:.3f} | {extra:.3f} | {periodic:.3f} |"
         )
     return rows
 
@@ -179,7 +182,7 @@ def reading(cards: dict[str, dict], bayes: dict | None) -> str:
     if bayes is not None:
         e = bayes["eval"]
         parts.append(
-            f"Of any model's gap, {e['gap']:.3f} ± {e['gap_se']:.3f} is irreducible (the "
+            f"Of any model's gap, {pm_key(e)} is irreducible (the "
             "Bayes-optimal predictive is that far from the oracle, which knows each task's "
             f"hyper-parameters); {worst} {bayes['per_kernel'][worst]['gap']:.3f} of it."
         )
@@ -203,7 +206,7 @@ def report(
     results: Path | None = None,
 ) -> str:
     """The markdown report; ``real``: each model's real-series summary (may be empty);
-    ``results``: the folder of the result files issue 33's goals are read from (None: no goals
+    ``results``: the folder of the result files the zoo's goals are read from (None: no goals
     section)."""
     first = next(iter(cards.values()))
     sections = [
@@ -269,7 +272,7 @@ def report(
 
 def plot_gaps(cards: dict[str, dict], bayes: dict | None, path: Path) -> Path:
     """Bars: each model's gap to the oracle on (a), overall and per kernel, the irreducible
-    part (Bayes average) as a black tick on each group, and issue 20's goal as a line."""
+    part (Bayes average) as a black tick on each group, and the gap goal as a line."""
     import matplotlib
 
     matplotlib.use("Agg")

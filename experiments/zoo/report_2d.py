@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from experiments.kit import pm_key
 from experiments.zoo.cells import (
     near_coverage,
-    pm,
     real_section,
     safe_cells,
     shift_cell,
@@ -40,7 +40,7 @@ def summary_rows(cards: dict[str, dict]) -> list[str]:
         cells = [shift_cell(moved[n]) for n in names]
         rows.append(
             f"| `{name}` | {c['model']} | {c['params']:,} | {stage_steps(c)} ({c['batch_size']}) "
-            f"| {train_hours(c)} | {pm(e, 'll')} | {e['oracle_ll']:.3f} | {pm(e)} | "
+            f"| {train_hours(c)} | {pm_key(e, 'll')} | {e['oracle_ll']:.3f} | {pm_key(e)} | "
             + " | ".join(cells)
             + f" | {safe_cells(c)} | `{c['commit']}` |"
         )
@@ -88,7 +88,7 @@ def reading(name: str, card: dict, fields: dict | None) -> str:
         if n != "unshifted"
     )
     text = (
-        f"`{name}` is {pm(e)} nats per target point from the GP oracle on its prior. Its LL "
+        f"`{name}` is {pm_key(e)} nats per target point from the GP oracle on its prior. Its LL "
         f"changes under the shifts, paired over the same tasks: {changes} (the oracle's: "
         f"{max(abs(c['oracle_change'][0]) for c in moved.values()):.3f} at most)."
     )

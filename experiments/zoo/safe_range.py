@@ -1,4 +1,4 @@
-"""Each zoo model's safe range: how far beyond its context its calibration holds (issue 33).
+"""Each zoo model's safe range: how far beyond its context its calibration holds.
 
 For every model in the zoo folder (or ``--models``): its distance profile
 (:func:`tnpx.evaluation.extrapolation.distance_profile`) on ``--batches`` held-out batches of

@@ -7,16 +7,16 @@ compares models task for task:
 (a) the **single-kernel prior** of today's zoo (:data:`SINGLE_KERNEL`: five kernels, variance
     1), overall and per kernel, exactly as ``src/tnpx/zoo/gp1d-*.json`` report it (card key
     ``eval``, ``per_kernel``);
-(b) the **composite prior** of the v2 zoo (:data:`REFERENCE`), its composite tasks only
+(b) the **composite prior** of the long-run zoo (:data:`REFERENCE`), its composite tasks only
     (``composite_prob = 1``; ``eval_composite``);
-(c) the **v3 prior** (:data:`V3_PRIOR`: wider lengthscales and periods, polynomial trends,
+(c) the **wide prior** (:data:`WIDE_PRIOR`: wider lengthscales and periods, polynomial trends,
     locally periodic sums, near noise-free tasks, 3-256 context points), all its tasks, with
     the targets its config's ``eval.data`` sets (``eval_v3``).
 
 A config trained on ``gp-composite`` has the same single-kernel tasks as (a) when its
 single-kernel options are today's (:func:`single_kernel_sampler` draws them with the plain
 ``gp`` sampler: the composite sampler with ``composite_prob = 0`` draws its composite
-hyper-parameters too, so other tasks). The v3 prior's single-kernel options are wider, so a
+hyper-parameters too, so other tasks). The wide prior's single-kernel options are wider, so a
 model's own prior is not (a) in general: hence the fixed priors.
 
 Metrics per target point (LL, higher is better); the gap is oracle − model, paired over tasks.
@@ -37,8 +37,8 @@ from tnpx.training.state import experiment_of
 ROOT = Path(__file__).resolve().parents[2]
 KERNELS = ["rbf", "matern12", "matern32", "matern52", "periodic"]
 SINGLE_KERNEL = ROOT / "configs" / "pretrained-gp1d-tnp.yaml"  # (a): today's zoo's prior
-REFERENCE = ROOT / "configs" / "pretrained-gp1d-v2-tnp.yaml"  # (b): the v2 zoo's composite prior
-V3_PRIOR = ROOT / "configs" / "pretrained-gp1d-v3-tnp.yaml"  # (c): the v3 zoo's prior
+REFERENCE = ROOT / "configs" / "pretrained-gp1d-v2-tnp.yaml"  # (b): the composite prior
+WIDE_PRIOR = ROOT / "configs" / "pretrained-gp1d-v3-tnp.yaml"  # (c): the wide prior
 PRIORS = ("eval_composite", "eval_v3")  # a card's entries for priors (b) and (c)
 METRIC_KEYS = ("ll", "ll_se", "oracle_ll", "gap", "gap_se")  # a per-kernel entry of a card
 FULL_KEYS = ("n_tasks", *METRIC_KEYS, "coverage95")  # a card's eval / eval_composite entry
@@ -68,7 +68,7 @@ def prior_sampler(key: str, **overrides) -> TaskSampler:
     if key == "eval_composite":
         return build_test_sampler(load_config(REFERENCE), **{"composite_prob": 1.0, **overrides})
     if key == "eval_v3":
-        return build_test_sampler(load_config(V3_PRIOR), **overrides)
+        return build_test_sampler(load_config(WIDE_PRIOR), **overrides)
     raise ValueError(f"no zoo prior {key!r}; known: eval, {', '.join(PRIORS)}")
 
 

@@ -1,17 +1,17 @@
-"""The v2 zoo from its long runs (issue 20): ship a finished run into the zoo, and an interim
-report on the runs still training.
+"""The zoo from its long runs: ship a finished run into the zoo (an interim report on the runs
+still training: :mod:`experiments.zoo.interim`).
 
-A v2 model is trained as a long run (``experiments/long_runs/driver.py``, folder
+A zoo model is trained as a long run (``experiments/long_runs/driver.py``, folder
 ``long-runs/<name>/``); shipping it writes ``<zoo>/<name>.pt`` (weights and the experiment
 config, no optimiser state, at most :data:`MAX_BYTES`) and ``<zoo>/<name>.json``, a card in the
 schema of today's (``src/tnpx/zoo/gp1d-tnp.json``) with the scores of
 :mod:`experiments.zoo.score` on the zoo's shared priors, whatever the run trained on
 (``eval`` and ``per_kernel``: the single-kernel prior on today's tasks; ``eval_composite``: the
-v2 composite prior; ``eval_v3``: the v3 prior) and, when
+composite prior; ``eval_v3``: the wide prior) and, when
 ``results/pretrained/real-series*.json`` scored the model by its zoo name, the real-series
 summary. ``experiments/zoo/train.py --ship`` / ``--interim`` run these (a 2D prior's run
 ships with its own card from the same helpers: :mod:`experiments.zoo.ship_2d`). When a
-run finishes (here a v3 one; ``--ship`` alone ships the v2 runs):
+run finishes (here a wide-prior one; ``--ship`` alone ships :data:`COMPOSITE_MODELS`):
 
     python -m experiments.zoo.train --ship gp1d-v3-te-tnp-rope   # card, safe range, zoo.md
     python -m experiments.zero_shot.series --models gp1d-tnp gp1d-te-tnp gp1d-v2-tnp \
@@ -30,9 +30,8 @@ import json
 import time
 from pathlib import Path
 
-from experiments.long_runs.driver import FOLDER as LONG_RUNS
 from experiments.long_runs.driver import RUNS
-from experiments.zoo.score import KERNELS, ROOT, experiment, score
+from experiments.zoo.score import FULL_KEYS, ROOT, _entry, experiment, score
 from tnpx.checkpoint import atomic_save, load, read_checkpoint
 from tnpx.config import ExperimentConfig, load_config
 from tnpx.data.gp_composite import CompositeGPConfig
@@ -41,22 +40,20 @@ from tnpx.provenance import hardware
 from tnpx.training.runs import RunStatus, run_status
 from tnpx.training.state import last_checkpoint
 
-V2 = ["gp1d-v2-tnp", "gp1d-v2-te-tnp-rope"]  # zoo names (their long runs: STAGES)
-V3 = ["gp1d-v3-tnp", "gp1d-v3-te-tnp-rope"]
+COMPOSITE_MODELS = ["gp1d-v2-tnp", "gp1d-v2-te-tnp-rope"]  # zoo names (their long runs: STAGES)
+WIDE_MODELS = ["gp1d-v3-tnp", "gp1d-v3-te-tnp-rope"]
 # A zoo name -> its long runs in training order (experiments/long_runs): the last is shipped,
-# each earlier one a stage it was fine-tuned from (train.init_from). Issue 33's second stage
-# trains the v2 models on targets a context width out, half the tasks scaled as predict scales
-# them, so that their calibration holds where predict is used.
-STAGES = {name: [name, f"{name}-far"] for name in V2}
-# The v3 models are fine-tuned from the v2 ones' last stage on the v3 prior (their configs).
-STAGES |= {name: [*STAGES[name.replace("-v3-", "-v2-")], name] for name in V3}
+# each earlier one a stage it was fine-tuned from (train.init_from). The second stage trains
+# the composite-prior models on targets a context width out, half the tasks scaled as predict
+# scales them, so that their calibration holds where predict is used.
+STAGES = {name: [name, f"{name}-far"] for name in COMPOSITE_MODELS}
+# The wide-prior models are fine-tuned from the composite ones' last stage (their configs).
+STAGES |= {name: [*STAGES[name.replace("-v3-", "-v2-")], name] for name in WIDE_MODELS}
 # The 2D model: its second stage as the 1D models' (experiments/zoo/ship_2d.py ships it).
 STAGES["gp2d-te-tnp-rope"] = ["gp2d-te-tnp-rope", "gp2d-te-tnp-rope-far"]
-MAX_BYTES = 5_000_000  # a shipped checkpoint (issue 20)
+MAX_BYTES = 5_000_000  # a shipped checkpoint (the repository keeps no larger .pt)
 CHECK_BATCHES = 2  # the check evaluation tests/app/test_zoo.py repeats
-INTERIM_BATCHES = 8  # 128 tasks per prior (32 per kernel): a progress check, not a result
-TARGET_GAP = 0.15  # issue 20's goal on the single-kernel prior, nats per target point
-BAYES_REFERENCE = ROOT / "results" / "pretrained" / "bayes-reference.json"  # bayes/reference.py
+TARGET_GAP = 0.15  # the zoo's goal on the single-kernel prior, nats per target point
 
 
 class UnfinishedRun(RuntimeError):
@@ -117,12 +114,12 @@ def trained_on(cfg: ExperimentConfig) -> str:
         f"lengthscale log-U{c.rough_lengthscale}), present with probability {p[0]:g} / "
         f"{p[1]:g} / {p[2]:g}, weights log-U{c.component_weight}, output std "
         f"log-U{c.output_scale_range}, noise std log-U{c.composite_noise_range} times it"
-        f"{v3_families(c)}; {inputs}"
+        f"{wide_prior_parts(c)}; {inputs}"
     )
 
 
-def v3_families(c: CompositeGPConfig) -> str:
-    """The v3 prior's additions to a composite prior's sentence ("" when it has none)."""
+def wide_prior_parts(c: CompositeGPConfig) -> str:
+    """The wide prior's additions to a composite prior's sentence ("" when it has none)."""
     parts = []
     if c.polynomial_prob:
         parts.append(
@@ -190,7 +187,7 @@ def earlier_stages(name: str, root: Path) -> list[dict]:
         hours = st.train_hours
         stages.append(
             {
-                "run": _relative(root / run),
+                "run": repo_relative(root / run),
                 "steps": st.steps_done,
                 "train_s": hours and hours * 3600,
             }
@@ -230,7 +227,7 @@ def card_fields(
         "translation_equivariant": model.translation_equivariant,
         "finished": status.finished,
         "steps_planned": status.steps_total,
-        "run": _relative(folder),
+        "run": repo_relative(folder),
     }
 
 
@@ -276,8 +273,17 @@ def ship(
     n_batches: int | None = None,
     provenance: tuple[str, str] = ("", ""),
     results: Path | None = None,
+    dim: int = 1,
+    shift_tasks: int | None = None,
+    profile_batches: int | None = None,
 ) -> dict:
     """Evaluate run ``folder``'s model and write it into ``zoo`` as ``name`` (.pt + .json).
+
+    Every card has :func:`card_fields`, ``check``, its stages, ``safe_range`` and, when a
+    result scored the model by ``name``, its measured data. A 1D model (``dim`` 1) is scored
+    on the zoo's shared priors (:func:`experiments.zoo.score.score`) and measured series; a 2D
+    one (``dim`` 2, :mod:`experiments.zoo.ship_2d`) on its own prior, under its shifts and on
+    measured fields.
 
     Args:
         config: the config file the run was trained from (its card's ``config``; the zoo's
@@ -285,33 +291,58 @@ def ship(
         force: ship an unfinished run's latest weights (the card says ``finished: false``).
         n_batches: test batches per prior (default: the config's ``eval.n_batches``).
         provenance: (commit, command) of this shipping.
-        results: where to look for real-series results (see :func:`real_series_summary`).
+        results: where to look for measured-data results (see :func:`real_series_summary`).
+        dim: the model's number of inputs, 1 or 2.
+        shift_tasks: 2D: tasks per shift condition (default the harness's).
+        profile_batches: test batches for the safe range (default
+            :func:`~experiments.zoo.safe_range.measure`'s).
 
     Raises:
         UnfinishedRun: see :func:`shippable_checkpoint`.
-        ValueError: the shipped checkpoint would exceed :data:`MAX_BYTES`.
+        ValueError: a 2D run trains on another prior, or the shipped checkpoint would exceed
+            :data:`MAX_BYTES`.
     """
+    # imported here: ship_2d imports this module's helpers; the safe range needs lab extras
+    from experiments.zoo import safe_range as safe
+    from experiments.zoo import ship_2d
+
     source, status = shippable_checkpoint(folder, force)
     config = config or str(folder / "config.yaml")
     cfg = experiment(source)
+    if dim == 2 and cfg.data["name"] != ship_2d.PRIOR:
+        raise ValueError(
+            f"{folder}: trains on {cfg.data['name']!r}, not the 2D prior {ship_2d.PRIOR!r}"
+        )
     model = load(source).eval()
-    card = card_fields(name, folder, model, cfg, config, status, provenance, trained_on(cfg))
+    described = ship_2d.trained_on(cfg) if dim == 2 else trained_on(cfg)
+    card = card_fields(name, folder, model, cfg, config, status, provenance, described)
     start = time.perf_counter()
-    scores = score(model, n_batches or cfg.eval.n_batches)
-    card.update(**scores, check=check_entry(model, config))
+    n_batches = n_batches or cfg.eval.n_batches
+    if dim == 2:
+        card["dim_x"] = 2
+        card["eval"] = _entry(evaluate(model, build_test_sampler(cfg), n_batches), FULL_KEYS)
+    else:
+        card.update(score(model, n_batches))
+    card["check"] = check_entry(model, config)
     card["eval_s"] = time.perf_counter() - start
     add_stages(card, name, folder)
-    from experiments.zoo.safe_range import measure
-
-    card["safe_range"] = {**measure(source), "commit": provenance[0], "command": provenance[1]}
-    real = real_series_summary(name, results) if results else None
+    if dim == 2:
+        card["shifts"] = ship_2d.shift_entry(source, shift_tasks)
+    found = safe.measure(source, profile_batches or safe.BATCHES)
+    card["safe_range"] = {**found, "commit": provenance[0], "command": provenance[1]}
+    key, summary = (
+        ("real_fields", ship_2d.real_fields_summary)
+        if dim == 2
+        else ("real_series", real_series_summary)
+    )
+    real = summary(name, results) if results else None
     if real is not None:
-        card["real_series"] = real
+        card[key] = real
     write_zoo(name, source, card, zoo)
     return card
 
 
-def _relative(path: Path) -> str:
+def repo_relative(path: Path) -> str:
     """``path`` relative to the repository root where it lies inside it."""
     try:
         return str(path.resolve().relative_to(ROOT))
@@ -319,87 +350,6 @@ def _relative(path: Path) -> str:
         return str(path)
 
 
-def _scores(path: Path, n_batches: int) -> dict:
-    return score(load(path), n_batches)
-
-
-def _row(label: str, steps: str, s: dict) -> str:
-    e, c = s["eval"], s["eval_composite"]
-    kernels = " | ".join(f"{s['per_kernel'][k]['gap']:.3f}" for k in KERNELS)
-    return (
-        f"| {label} | {steps} | {e['n_tasks']} | {e['ll']:.3f} | {e['gap']:.3f} ± "
-        f"{e['gap_se']:.3f} | {kernels} | {c['ll']:.3f} | {c['gap']:.3f} ± {c['gap_se']:.3f} |"
-    )
-
-
-def interim(
-    runs: dict[str, Path], references: dict[str, Path], n_batches: int = INTERIM_BATCHES
-) -> str:
-    """A markdown progress report: each run's latest checkpoint (``checkpoints/last.pt``)
-    and the ``references`` (name -> checkpoint: today's zoo) scored on the same
-    ``n_batches`` test batches of priors (a) and (b). Says which runs are unfinished."""
-    lines, rows = [], []
-    for name, folder in runs.items():
-        if not (folder / "config.yaml").is_file() or not last_checkpoint(folder).exists():
-            lines.append(f"- `{name}`: not started (no checkpoint in {_relative(folder)})")
-            continue
-        st = run_status(folder)
-        done = "finished" if st.finished else "UNFINISHED"
-        hours = "" if st.train_hours is None else f", {st.train_hours:.1f} h trained"
-        lines.append(
-            f"- `{name}`: {done}, checkpoint at step {st.steps_done:,} of {st.steps_total:,} "
-            f"({100 * st.steps_done / st.steps_total:.0f}%{hours})"
-        )
-        steps = f"{st.steps_done:,} / {st.steps_total:,}"
-        rows.append(_row(f"`{name}` (interim)", steps, _scores(last_checkpoint(folder), n_batches)))
-    for name, path in references.items():
-        rows.append(_row(f"`{name}`", "shipped", _scores(path, n_batches)))
-    header = [
-        "| model | steps | tasks | (a) LL | (a) gap | "
-        + " | ".join(KERNELS)
-        + " | (b) LL | (b) gap |",
-        "|" + " --- |" * (len(KERNELS) + 7),
-    ]
-    return "\n".join(
-        [
-            "# v2 zoo long runs: interim check of unfinished runs (NOT a result)",
-            "",
-            *lines,
-            "",
-            f"Gap to the GP oracle (nats per target point, lower is better; goal <= "
-            f"{TARGET_GAP}) on the first {n_batches} test batches: (a) the single-kernel "
-            "prior of today's zoo (per kernel: a quarter of the batches each), (b) the "
-            "v2 composite prior's composite tasks: the zoo's shared priors "
-            "(`experiments/zoo/score.py`), so every row has the same tasks.",
-            "",
-            *(header + rows if rows else ["(no checkpoint to score yet)"]),
-            *irreducible_note(BAYES_REFERENCE),
-        ]
-    )
-
-
-def irreducible_note(path: Path) -> list[str]:
-    """Lines citing the Bayes-average reference at ``path`` (``experiments/bayes/reference.py``):
-    how much of prior (a)'s gap no model can remove. None when it has not been computed."""
-    if not path.is_file():
-        return []
-    ref = json.loads(path.read_text())
-    e = ref["eval"]
-    kernels = ", ".join(f"{k} {ref['per_kernel'][k]['gap']:.3f}" for k in KERNELS)
-    return [
-        "",
-        f"Of (a)'s gap, {e['gap']:.3f} ± {e['gap_se']:.3f} is irreducible: the Bayes-optimal "
-        f"predictive (GPs averaged over the prior's hyper-parameters) is that far from the "
-        f"oracle on the first {e['n_tasks']:,} of the cards' test tasks ({kernels}; "
-        f"`{_relative(path)}`). The rest of a model's gap is its own shortfall.",
-    ]
-
-
-def v2_runs(root: Path = LONG_RUNS) -> dict[str, Path]:
-    """The v2 zoo names and the folders of the long runs they ship (last stages) under ``root``."""
-    return {name: root / shipped_run(name) for name in V2}
-
-
-def v2_config(name: str) -> str:
+def run_config(name: str) -> str:
     """The config file long run ``name`` trains from (relative to the repository root)."""
     return RUNS[name][0]

@@ -1,5 +1,5 @@
-"""The 2D zoo model (issue 33, items 3 and 4): ship a finished ``gp2d-composite`` long run into
-the zoo with a card written here, and its rows in ``results/pretrained/zoo.md``.
+"""What a 2D zoo model's card adds when :func:`experiments.zoo.ship.ship` ships a finished
+``gp2d-composite`` long run with ``dim=2``: the prior in words, its shifts, its measured fields.
 
 The card has the fields every shipped card has (:func:`experiments.zoo.ship.card_fields`:
 size, steps, times, provenance, ``finished``; ``check``, which tests/app/test_zoo.py repeats),
@@ -24,24 +24,13 @@ size, steps, times, provenance, ``finished``; ``check``, which tests/app/test_zo
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
-from experiments.zoo import safe_range as safe
-from experiments.zoo.score import FULL_KEYS, _entry, experiment
-from experiments.zoo.ship import (
-    add_stages,
-    card_fields,
-    check_entry,
-    scored_summary,
-    shippable_checkpoint,
-    write_zoo,
-)
-from tnpx.checkpoint import load
+from experiments.kit import pm_key
+from experiments.zoo.ship import scored_summary
 from tnpx.config import ExperimentConfig, load_config
 from tnpx.data.gp2d_composite import GP2DCompositeConfig
 from tnpx.evaluation.extrapolation import PRIOR_2D as PRIOR
-from tnpx.evaluation.protocol import build_test_sampler, evaluate
 
 
 def is_2d(folder: Path, config: str | None = None) -> bool:
@@ -93,54 +82,9 @@ def real_fields_summary(name: str, results: Path) -> dict | None:
     return scored_summary(name, results, "real-fields-2d", "n_windows")
 
 
-def ship(
-    name: str,
-    folder: Path,
-    zoo: Path,
-    config: str | None = None,
-    force: bool = False,
-    n_batches: int | None = None,
-    provenance: tuple[str, str] = ("", ""),
-    results: Path | None = None,
-    shift_tasks: int | None = None,
-    profile_batches: int | None = None,
-) -> dict:
-    """Evaluate run ``folder``'s 2D model and write it into ``zoo`` as ``name`` (.pt + .json);
-    the arguments as :func:`experiments.zoo.ship.ship`'s, and ``shift_tasks`` tasks
-    per shift condition and ``profile_batches`` test batches for the safe range (default: the
-    harness's and :func:`~experiments.zoo.safe_range.measure`'s).
-
-    Raises:
-        UnfinishedRun: the run is unfinished and ``force`` is not set.
-        ValueError: the run trains on another prior, or the checkpoint is over the zoo's size.
-    """
-    source, status = shippable_checkpoint(folder, force)
-    config = config or str(folder / "config.yaml")
-    cfg = experiment(source)
-    if cfg.data["name"] != PRIOR:
-        raise ValueError(f"{folder}: trains on {cfg.data['name']!r}, not the 2D prior {PRIOR!r}")
-    model = load(source).eval()
-    card = card_fields(name, folder, model, cfg, config, status, provenance, trained_on(cfg))
-    card["dim_x"] = 2
-    start = time.perf_counter()
-    prior = evaluate(model, build_test_sampler(cfg), n_batches or cfg.eval.n_batches)
-    card["eval"] = _entry(prior, FULL_KEYS)
-    card["check"] = check_entry(model, config)
-    card["eval_s"] = time.perf_counter() - start
-    add_stages(card, name, folder)  # none unless ship.STAGES lists earlier ones
-    card["shifts"] = shift_entry(source, shift_tasks)
-    found = safe.measure(source, profile_batches or safe.BATCHES)
-    card["safe_range"] = {**found, "commit": provenance[0], "command": provenance[1]}
-    real = real_fields_summary(name, results) if results else None
-    if real is not None:
-        card["real_fields"] = real
-    write_zoo(name, source, card, zoo)
-    return card
-
-
 def headline(card: dict) -> str:
     """One line of a shipped 2D card's scores: the gap to the oracle and each shift's LL."""
     e = card["eval"]
     conditions = card["shifts"]["conditions"].values()
     moved = ", ".join(f"{c['name']} {c['ll'][0]:.3f}" for c in conditions)
-    return f"prior gap {e['gap']:.3f} ± {e['gap_se']:.3f}; LL {moved}"
+    return f"prior gap {pm_key(e)}; LL {moved}"

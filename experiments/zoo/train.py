@@ -7,12 +7,12 @@ the GP oracle (and per kernel), copy the checkpoint into ``src/tnpx/zoo/NAME.pt`
 evaluation that the test suite repeats), and write ``results/pretrained/README.md`` with a
 plot of predictions and joint samples.
 
-The v2 zoo (issue 20) is trained as long runs (``experiments/long_runs/driver.py``) and shipped from
+The later zoo models are trained as long runs (``experiments/long_runs/driver.py``) and shipped from
 them (:mod:`experiments.zoo.ship`; scores: :mod:`experiments.zoo.score`):
 
     python -m experiments.zoo.train                     # today's zoo: train, score, package
-    python -m experiments.zoo.train --interim           # v2 long runs so far (a quick check)
-    python -m experiments.zoo.train --ship              # ship the finished v2 runs
+    python -m experiments.zoo.train --interim           # the long runs so far (a quick check)
+    python -m experiments.zoo.train --ship              # ship the finished long runs
     python -m experiments.zoo.train --ship gp1d-v2-tnp --force   # an unfinished run's weights
     python -m experiments.zoo.train --ship gp2d-te-tnp-rope      # the 2D model (its own card:
                                                          # experiments.zoo.ship_2d)
@@ -30,8 +30,8 @@ from pathlib import Path
 
 import torch
 
-from experiments.zoo import ship as v2
-from experiments.zoo import ship_2d as v2_2d
+from experiments.kit import pm_key
+from experiments.zoo import interim, ship, ship_2d
 from experiments.zoo.score import KERNELS, score
 from tnpx.config import load_config
 from tnpx.evaluation.protocol import build_test_sampler, evaluate
@@ -45,7 +45,7 @@ MODELS = {
 }
 ZOO = Path("src/tnpx/zoo")
 README = Path("README.md")
-CHECK_BATCHES = v2.CHECK_BATCHES  # the check evaluation tests/app/test_zoo.py repeats
+CHECK_BATCHES = ship.CHECK_BATCHES  # the check evaluation tests/app/test_zoo.py repeats
 
 
 def package(name: str, config: str, commit: str, command: str) -> dict:
@@ -61,7 +61,7 @@ def package(name: str, config: str, commit: str, command: str) -> dict:
         "name": name,
         "model": model.name,
         "params": sum(p.numel() for p in model.parameters()),
-        "trained_on": v2.trained_on(cfg),
+        "trained_on": ship.trained_on(cfg),
         "config": config,
         "steps": cfg.train.steps,
         "batch_size": cfg.data["batch_size"],
@@ -113,17 +113,15 @@ def report(cards: dict, command: str, commit: str, plot: str) -> str:
         train = f"{c['train_s'] / 60:.0f} min" if c["train_s"] else "—"
         rows.append(
             f"| `{name}` | {c['model']} | {c['params']:,} | {c['steps']:,} ({c['batch_size']}) | "
-            f"{train} | {e['ll']:.3f} ± {e['ll_se']:.3f} | {e['oracle_ll']:.3f} | "
-            f"{e['gap']:.3f} ± {e['gap_se']:.3f} | {e['coverage95']:.3f} |"
+            f"{train} | {pm_key(e, 'll')} | {e['oracle_ll']:.3f} | "
+            f"{pm_key(e)} | {e['coverage95']:.3f} |"
         )
     kernel_rows = [
         "| name | " + " | ".join(KERNELS) + " |",
         "|" + " --- |" * (len(KERNELS) + 1),
     ]
     for name, c in cards.items():
-        cells = [
-            f"{c['per_kernel'][k]['gap']:.3f} ± {c['per_kernel'][k]['gap_se']:.3f}" for k in KERNELS
-        ]
+        cells = [pm_key(c["per_kernel"][k]) for k in KERNELS]
         kernel_rows.append(f"| `{name}` | " + " | ".join(cells) + " |")
     first = next(iter(cards.values()))
     n = first["eval"]["n_tasks"]
@@ -162,23 +160,23 @@ finished runs (cards `src/tnpx/zoo/gp1d-v2-*.json`).
 """
 
 
-def ship_v2(names: list[str], args: argparse.Namespace) -> int:
+def ship_runs(names: list[str], args: argparse.Namespace) -> int:
     """``--ship``: each finished long run into ``--zoo`` (a 2D prior's run with the 2D card,
     :mod:`experiments.zoo.ship_2d`); 1 if any was refused (the reason on stderr), else
     0."""
     provenance = (git_commit(), command_line())
     refused = 0
     for name in names:
-        run = v2.shipped_run(name)
+        run = ship.shipped_run(name)
         folder = Path(args.runs) / run
-        config = v2.v2_config(run) if run in v2.RUNS else None
-        shipper = v2_2d if v2_2d.is_2d(folder, config) else v2
+        config = ship.run_config(run) if run in ship.RUNS else None
+        dim = 2 if ship_2d.is_2d(folder, config) else 1
         try:
-            card = shipper.ship(
+            card = ship.ship(
                 name, folder, Path(args.zoo), config, args.force, args.batches, provenance,
-                Path(args.out),
+                Path(args.out), dim,
             )  # fmt: skip
-        except (v2.UnfinishedRun, ValueError) as err:
+        except (ship.UnfinishedRun, ValueError) as err:
             print(f"not shipped: {err}", file=sys.stderr)
             refused = 1
             continue
@@ -193,13 +191,9 @@ def headline(card: dict) -> str:
     """One line of a shipped card's scores: a 1D card's gaps on both priors, a 2D card's
     :func:`experiments.zoo.ship_2d.headline`."""
     if card.get("dim_x") == 2:
-        return v2_2d.headline(card)
-    e, c, v3 = card["eval"], card["eval_composite"], card["eval_v3"]
-    return (
-        f"single-kernel gap {e['gap']:.3f} ± {e['gap_se']:.3f}, "
-        f"composite gap {c['gap']:.3f} ± {c['gap_se']:.3f}, "
-        f"v3 prior gap {v3['gap']:.3f} ± {v3['gap_se']:.3f}"
-    )
+        return ship_2d.headline(card)
+    e, c, wide = card["eval"], card["eval_composite"], card["eval_v3"]
+    return f"single-kernel gap {pm_key(e)}, composite gap {pm_key(c)}, v3 prior gap {pm_key(wide)}"
 
 
 def zoo_report(args: argparse.Namespace) -> int:
@@ -221,14 +215,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--models", nargs="*", default=list(MODELS))
     parser.add_argument("--out", default="results/pretrained")
     parser.add_argument(
-        "--interim", action="store_true", help="score the v2 long runs' latest checkpoints"
+        "--interim", action="store_true", help="score the long runs' latest checkpoints"
     )
     parser.add_argument(
-        "--ship", nargs="*", metavar="NAME", help=f"ship finished long runs (default {v2.V2})"
+        "--ship",
+        nargs="*",
+        metavar="NAME",
+        help=f"ship finished long runs (default {ship.COMPOSITE_MODELS})",
     )
     parser.add_argument("--force", action="store_true", help="--ship an unfinished run")
     parser.add_argument("--zoo", default=str(ZOO), help="the zoo folder --ship writes into")
-    parser.add_argument("--runs", default=str(v2.LONG_RUNS), help="the long runs' folder")
+    parser.add_argument("--runs", default=str(interim.LONG_RUNS), help="the long runs' folder")
     parser.add_argument(
         "--batches", type=int, help="test batches per prior (default: the config's; --interim 8)"
     )
@@ -244,11 +241,11 @@ def main(argv: list[str] | None = None) -> int:
         from tnpx.zoo import pretrained_path
 
         references = {name: pretrained_path(name) for name in MODELS}
-        batches = args.batches or v2.INTERIM_BATCHES
-        print(v2.interim(v2.v2_runs(Path(args.runs)), references, batches))
+        batches = args.batches or interim.INTERIM_BATCHES
+        print(interim.interim(interim.composite_runs(Path(args.runs)), references, batches))
         return 0
     if args.ship is not None:
-        refused = ship_v2(args.ship or v2.V2, args)
+        refused = ship_runs(args.ship or ship.COMPOSITE_MODELS, args)
         from experiments.zoo.report import zoo_cards
 
         if zoo_cards(Path(args.zoo)):  # (a zoo folder of other models has no 1D report)

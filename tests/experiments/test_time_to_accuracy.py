@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from experiments.long_runs.driver import time_to_accuracy as tta
+from experiments.long_runs import time_to_accuracy as tta
 
 # End to end through the lab's scripts or a subprocess: `make test-slow` (CI runs it).
 pytestmark = pytest.mark.slow

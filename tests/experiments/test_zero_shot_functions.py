@@ -11,9 +11,10 @@ import pytest
 import tnpx
 
 pytest.importorskip("gpytorch", reason="needs the gp extra")
+from experiments.kit import pm_small  # noqa: E402
 from experiments.zero_shot import functions as pf  # noqa: E402
 from experiments.zero_shot import functions_report as report  # noqa: E402
-from experiments.zero_shot.series import ZeroShot  # noqa: E402
+from experiments.zero_shot.scoring import ZeroShot  # noqa: E402
 from experiments.zero_shot.series_report import GP  # noqa: E402
 
 
@@ -122,5 +123,5 @@ def test_tiny_run_end_to_end(tmp_path):
 
 def test_small_errors_keep_their_digits():
     # A GP's relative RMSE on a smooth function is ~1e-4: it must not print as 0.000.
-    assert report._cell((4.1e-4, 3e-5)) == "4.1e-04 ± 3.0e-05"
-    assert report._cell((0.027, 0.002)) == "0.027 ± 0.002"
+    assert pm_small((4.1e-4, 3e-5)) == "4.1e-04 ± 3.0e-05"
+    assert pm_small((0.027, 0.002)) == "0.027 ± 0.002"

@@ -14,6 +14,7 @@ from scipy.stats import norm
 import tnpx
 
 pytest.importorskip("statsmodels.datasets", reason="needs the real-data extra")
+from experiments.zero_shot import scoring  # noqa: E402
 from experiments.zero_shot import series as pr  # noqa: E402
 from experiments.zero_shot.fitted_gp import fit_series_gp, periodogram_peak  # noqa: E402
 from tnpx.data.real_series import load_series  # noqa: E402
@@ -56,7 +57,7 @@ def test_forecast_targets_are_the_next_window():
 def test_score_is_rmse_and_gaussian_nll():
     rng = np.random.default_rng(0)
     y, mean, std = rng.normal(size=50), rng.normal(size=50), rng.uniform(0.5, 2, 50)
-    got = pr.score(y, mean, std)
+    got = scoring.score(y, mean, std)
     assert got["rmse"] == pytest.approx(np.sqrt(np.mean((y - mean) ** 2)))
     assert got["nll"] == pytest.approx(-norm.logpdf(y, mean, std).mean())
     z = np.abs(y - mean) / std
@@ -116,7 +117,7 @@ def test_tiny_run_end_to_end(tmp_path):
             pd.DataFrame({"t": series.x[split.targets]}),
             domain=(-2.0, 2.0),
         )
-        want = pr.score(
+        want = scoring.score(
             series.y[split.targets], pred["y_mean"].to_numpy(), pred["y_std"].to_numpy()
         )
         assert scores["tiny"]["nll"] == pytest.approx(want["nll"], rel=1e-5)
@@ -127,9 +128,9 @@ def test_tiny_run_end_to_end(tmp_path):
 
 def test_run_checkpoints_are_labelled_by_their_run_folder():
     # Every long run's checkpoint is `last.pt`: labelling by file stem would merge two runs.
-    assert pr.model_label("long-runs/gp1d-v2-tnp/checkpoints/last.pt") == "gp1d-v2-tnp"
-    assert pr.model_label("long-runs/gp1d-v2-te-tnp-rope/checkpoints/last.pt") == (
+    assert scoring.model_label("long-runs/gp1d-v2-tnp/checkpoints/last.pt") == "gp1d-v2-tnp"
+    assert scoring.model_label("long-runs/gp1d-v2-te-tnp-rope/checkpoints/last.pt") == (
         "gp1d-v2-te-tnp-rope"
     )
-    assert pr.model_label("some/dir/my-model.pt") == "my-model"
-    assert pr.model_label("gp1d-tnp") == "gp1d-tnp"
+    assert scoring.model_label("some/dir/my-model.pt") == "my-model"
+    assert scoring.model_label("gp1d-tnp") == "gp1d-tnp"

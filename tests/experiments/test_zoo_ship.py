@@ -14,7 +14,7 @@ import pytest
 import torch
 
 import tnpx
-from experiments.zoo import ship
+from experiments.zoo import interim, ship
 from experiments.zoo import train as pretrained
 from experiments.zoo.report import write_report, zoo_cards
 from experiments.zoo.score import (
@@ -50,8 +50,8 @@ train: {steps: 6, log_every: 3, val_every: 6, val_batches: 1, checkpoint_every: 
 eval: {n_batches: 4, batch_size: 4}
 """
 V1 = ROOT / "configs" / "pretrained-gp1d-tnp.yaml"
-V2_CONFIGS = [ROOT / "configs" / f"pretrained-{n}.yaml" for n in ship.V2]
-V3_CONFIGS = [ROOT / "configs" / f"pretrained-{n}.yaml" for n in ship.V3]
+COMPOSITE_CONFIGS = [ROOT / "configs" / f"pretrained-{n}.yaml" for n in ship.COMPOSITE_MODELS]
+WIDE_CONFIGS = [ROOT / "configs" / f"pretrained-{n}.yaml" for n in ship.WIDE_MODELS]
 TENSORS = ("xc", "yc", "xt", "yt")
 
 
@@ -72,7 +72,7 @@ def _same(a, b) -> bool:
     return all(torch.equal(getattr(a, k), getattr(b, k)) for k in TENSORS)
 
 
-@pytest.mark.parametrize("config", V2_CONFIGS, ids=ship.V2)
+@pytest.mark.parametrize("config", COMPOSITE_CONFIGS, ids=ship.COMPOSITE_MODELS)
 def test_the_shared_priors_are_the_shipped_cards_test_tasks(config):
     v1, v2 = load_config(V1), load_config(config)
     assert v2.data["name"] == "gp-composite"
@@ -93,7 +93,7 @@ def test_the_shared_priors_are_the_shipped_cards_test_tasks(config):
 def test_a_v3_model_is_scored_on_the_shared_priors_not_its_own_single_kernel_part():
     a = batch_at(prior_sampler("eval"), 0, split="test")
     c = prior_sampler("eval_v3")
-    for config in V3_CONFIGS:
+    for config in WIDE_CONFIGS:
         v3 = load_config(config)
         # its single-kernel part is wider (lengthscales, periods, context sizes): other tasks
         assert not _same(a, batch_at(single_kernel_sampler(v3), 0, split="test"))
@@ -205,14 +205,14 @@ def test_the_real_series_summary_is_the_last_file_by_name_that_scored_the_name(t
 
 def test_interim_cites_the_irreducible_gap_when_computed(tmp_path):
     path = tmp_path / "bayes-reference.json"
-    assert ship.irreducible_note(path) == []
+    assert interim.irreducible_note(path) == []
     per_kernel = {k: {"gap": 0.01 * (i + 1)} for i, k in enumerate(KERNELS)}
     path.write_text(
         json.dumps(
             {"eval": {"gap": 0.042, "gap_se": 0.003, "n_tasks": 256}, "per_kernel": per_kernel}
         )
     )
-    note = "\n".join(ship.irreducible_note(path))
+    note = "\n".join(interim.irreducible_note(path))
     assert "0.042 ± 0.003 is irreducible" in note and "first 256 of the cards' test tasks" in note
     assert "rbf 0.010" in note and "periodic 0.050" in note
 

@@ -20,7 +20,7 @@ import torch
 import tnpx
 from experiments.zero_shot import shifts
 from experiments.zoo import safe_range as safe
-from experiments.zoo import ship_2d
+from experiments.zoo import ship, ship_2d
 from experiments.zoo import train as pretrained
 from experiments.zoo.report import write_report
 from experiments.zoo.report_2d import reading
@@ -126,9 +126,9 @@ def shipped(runs, tmp_path_factory):
     with a real-fields result that scored it by that name."""
     zoo, results = tmp_path_factory.mktemp("zoo"), tmp_path_factory.mktemp("results")
     (results / "real-fields-2d.json").write_text(json.dumps(_real_fields({"rope": NAME})))
-    card = ship_2d.ship(
+    card = ship.ship(
         NAME, runs / NAME, zoo, provenance=("abc1234", "python -m experiments.zoo.train --ship"),
-        results=results, shift_tasks=SHIFT_TASKS, profile_batches=PROFILE_BATCHES,
+        results=results, dim=2, shift_tasks=SHIFT_TASKS, profile_batches=PROFILE_BATCHES,
     )  # fmt: skip
     return card, zoo
 
