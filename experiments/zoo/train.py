@@ -217,11 +217,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--interim", action="store_true", help="score the long runs' latest checkpoints"
     )
+    shipped = ship.COMPOSITE_MODELS
     parser.add_argument(
-        "--ship",
-        nargs="*",
-        metavar="NAME",
-        help=f"ship finished long runs (default {ship.COMPOSITE_MODELS})",
+        "--ship", nargs="*", metavar="NAME", help=f"ship finished long runs (default {shipped})"
     )
     parser.add_argument("--force", action="store_true", help="--ship an unfinished run")
     parser.add_argument("--zoo", default=str(ZOO), help="the zoo folder --ship writes into")
