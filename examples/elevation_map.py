@@ -2,8 +2,8 @@
 
 The field is the elevation and sea depth of Vancouver Island and the Strait of Georgia that
 matplotlib ships (``topobathy.npz``, 91 x 120 cells of 2 arc-minutes, metres; read through
-:func:`experiments.real_fields.load_field`, in km east and north). A random ``--context`` of its
-cells are the "observations"; the model predicts every cell of the grid through
+:func:`experiments.zero_shot.field_data.load_field`, in km east and north). A random
+``--context`` of its cells are the "observations"; the model predicts every cell of the grid through
 :func:`tnpx.predict` with two input columns, in the field's own units (no training, no
 fitting), and ``tnpx.plot.map`` draws the field beside the predictive mean and std. The cells
 not in the context are scored: RMSE (m), Gaussian NLL per point, and the share inside the
@@ -17,7 +17,7 @@ The same from the command line, on CSV files (``--plot`` draws the map of two in
     tnpx predict gp2d-te-tnp-rope --context ctx.csv --targets grid.csv --plot map.png
 
 Writes ``results/examples/elevation-map/`` (``README.md``, ``map.png``, ``metrics.json``) unless
-``--out`` says otherwise. ``experiments.pretrained_2d_real`` scores the same models on many
+``--out`` says otherwise. ``experiments.zero_shot.fields`` scores the same models on many
 windows of this field and another beside a GP fitted per window.
 """
 
@@ -37,9 +37,9 @@ import pandas as pd
 import torch
 
 import tnpx
-from experiments.pretrained_real import score
-from experiments.pretrained_real_gp import fit_field_gp
-from experiments.real_fields import load_field
+from experiments.zero_shot.field_data import load_field
+from experiments.zero_shot.fitted_gp import fit_field_gp
+from experiments.zero_shot.scoring import score
 from tnpx.plot.map import plot_prediction_map
 from tnpx.provenance import command_line, git_commit, hardware
 
@@ -61,7 +61,7 @@ def field_tables(context_size: int, seed: int) -> tuple[pd.DataFrame, pd.DataFra
 def scores(y: np.ndarray, mean: np.ndarray, std: np.ndarray) -> dict:
     """RMSE (m), Gaussian NLL per point (nats, in metres), 95 % coverage and the share beyond
     5σ of observations ``y [n]`` under predictions ``mean``, ``std [n]``
-    (:func:`experiments.pretrained_real.score`, the real-data harnesses' scores)."""
+    (:func:`experiments.zero_shot.scoring.score`, the real-data harnesses' scores)."""
     scored = score(y, mean, std)
     return {"n_points": len(y), "rmse_m": scored.pop("rmse"), **scored}
 
@@ -80,7 +80,7 @@ def run(model: str, context_size: int, seed: int, out: Path, domain: tuple | Non
     )
     y = table[Y_COL].to_numpy()[held_out]
     means = (pred[f"{Y_COL}_{k}"].to_numpy()[held_out] for k in ("mean", "std"))
-    # the baseline: a GP fitted to this context alone (experiments.pretrained_2d_real's)
+    # the baseline: a GP fitted to this context alone (experiments.zero_shot.fields's)
     start = time.perf_counter()
     gp = fit_field_gp(context[X_COLS].to_numpy(), context[Y_COL].to_numpy())
     gp_mean, gp_std = gp.predict(table[X_COLS].to_numpy()[held_out])
@@ -129,7 +129,7 @@ def readme(record: dict) -> str:
             f"The {s['n_points']:,} cells outside the context, in metres (no oracle exists for a "
             "measured field; the baseline is a GP fitted to the same context: a scaled ARD RBF "
             "plus a scaled ARD Matérn with Gaussian noise, "
-            "`experiments.pretrained_real_gp.fit_field_gp`):",
+            "`experiments.zero_shot.fitted_gp.fit_field_gp`):",
             "",
             "| predictor | RMSE (m) | NLL per point | 95 % coverage | beyond 5σ | seconds |",
             "| --- | ---: | ---: | ---: | ---: | ---: |",

@@ -1,4 +1,6 @@
-"""The lab's experiments: paper reproduction, the BO benchmark, the zoo release pipeline and the
-long training runs. Not part of the installed package: each module runs from the repository
-root as ``python -m experiments.NAME`` (``README.md`` here lists them and states the long-runs
-policy), and reaches tnpx only through its public API (``tests/test_lab_boundary.py``)."""
+"""The lab's experiments, a folder per study: the papers' tables (``paper_tables``), the BO
+benchmark (``bo``), the pretrained zoo (``zoo``), its Bayes reference (``bayes``), the zoo
+zero-shot (``zero_shot``) and the long training runs (``long_runs``). Not part of the installed
+package: each module runs from the repository root as ``python -m experiments.STUDY.NAME``
+(``README.md`` here lists them and states the long-runs policy), and reaches tnpx only through
+its public API (``tests/test_lab_boundary.py``)."""

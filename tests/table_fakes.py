@@ -1,15 +1,15 @@
-"""Fake table cells for the tests of experiments/kr_tables.py: cells with given NLLs, written
-where a table reads them, and the README a table writes from them. Nothing trains."""
+"""Fake table cells for the tests of experiments/paper_tables/build.py: cells with given NLLs,
+written where a table reads them, and the README a table writes from them. Nothing trains."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from experiments import kr_tables as kt
+from experiments.paper_tables import build as kt
 from tnpx.evaluation.protocol import Metrics
 
 RUN = {
-    "command": "python -m experiments.kr_tables",
+    "command": "python -m experiments.paper_tables.build",
     "commit": "abc1234",
     "hardware": "test machine",
     "exact": False,

@@ -132,7 +132,10 @@ def test_the_library_holds_no_experiment_tooling():
 
 def test_the_lab_uses_tnpx_as_an_installed_package():
     lab = lab_modules()
-    assert {ROOT / "experiments" / "kr_tables.py", ROOT / "benchmarks" / "bench.py"} <= set(lab)
+    assert {
+        ROOT / "experiments" / "paper_tables" / "build.py",
+        ROOT / "benchmarks" / "bench.py",
+    } <= set(lab)
     found = offenders(lab, ROOT, lab_problems)
     assert not found, f"the lab reaches past tnpx's public API: {found}"
 
@@ -154,7 +157,7 @@ def test_the_lab_uses_tnpx_as_an_installed_package():
     ],
 )
 def test_the_lab_check_sees_every_form(source, problem):
-    (found,) = lab_problems(source, "experiments.kr_tables")
+    (found,) = lab_problems(source, "experiments.paper_tables.build")
     assert problem in found
 
 
@@ -170,14 +173,14 @@ def test_the_lab_check_allows_the_public_api_and_the_lab_itself():
 @pytest.mark.parametrize(
     "source, name",
     [
-        ("import experiments.kr_tables", "tnpx.apply.sample"),
-        ("from experiments import long_runs", "tnpx.training.runs"),
+        ("import experiments.paper_tables.build", "tnpx.apply.sample"),
+        ("from experiments.long_runs import driver", "tnpx.training.runs"),
         ("from benchmarks.bench import measure", "tnpx.cli"),
         ("def f():\n    import benchmarks.scaling\n", "tnpx.cli.tools"),
         ("import tnpx.experiments", "tnpx.apply.sample"),
         ("from . import experiments", "tnpx.plot"),
         ("from .. import experiments", "tnpx.models.base"),
-        ("import importlib\nimportlib.import_module('experiments.bo_benchmark')", "tnpx.cli.bo"),
+        ("import importlib\nimportlib.import_module('experiments.bo.benchmark')", "tnpx.cli.bo"),
     ],
 )
 def test_the_library_check_sees_every_form(source, name):
@@ -204,7 +207,7 @@ def lab_commands() -> list[str]:
 
 def test_every_lab_command_is_found():
     commands = lab_commands()
-    assert {"experiments.kr_tables", "experiments.bo_benchmark_run", "benchmarks.scaling"} <= set(
+    assert {"experiments.paper_tables.build", "experiments.bo.run", "benchmarks.scaling"} <= set(
         commands
     )
 

@@ -54,5 +54,5 @@ def test_a_finished_long_run_keeps_no_training_state():
     finished = {f.rsplit("/", 1)[0] for f in files if f.endswith("/model.pt")}
     kept = sorted(f for f in files if f.rsplit("/", 2)[0] in finished and "/checkpoints/" in f)
     assert not kept, (
-        f"finished runs keep training state (python -m experiments.long_runs tidy): {kept}"
+        f"finished runs keep training state (python -m experiments.long_runs.driver tidy): {kept}"
     )

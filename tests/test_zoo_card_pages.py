@@ -1,12 +1,12 @@
 """The zoo's card pages of the documentation site (``docs/hooks/zoo_cards.py`` and
 ``zoo_cards_2d.py``), rendered without MkDocs: a 2D model's card (``dim_x: 2``,
-``experiments/pretrained_ship_2d.py``'s) gets its own 2D prior, its shifts and its measured
+``experiments/zoo/ship_2d.py``'s) gets its own 2D prior, its shifts and its measured
 fields; every shipped 1D card's page, and the overview, come out as they did before 2D cards
 (less what the v3 prior added since: its score row, its overview column, its prior's name).
 
 The 2D card is a shipped 1D card turned 2D as the 2D pipeline ships one: its shift rows are
-``experiments.pretrained_2d_shift.summarise``'s on made-up per-task LLs (re-derived here in
-float64), its measured fields in ``experiments.pretrained_ship.scored_summary``'s shape.
+``experiments.zero_shot.shifts.summarise``'s on made-up per-task LLs (re-derived here in
+float64), its measured fields in ``experiments.zoo.ship.scored_summary``'s shape.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import pytest
 import torch
 
 import tnpx
-from experiments import pretrained_2d_shift as shifts
+from experiments.zero_shot import shifts
 
 ROOT = Path(__file__).resolve().parents[1]
 HOOKS = ROOT / "docs" / "hooks"
@@ -142,7 +142,7 @@ def test_a_1d_page_keeps_its_1d_priors_and_measured_series(hooks):
 
 
 def _shift_rows(translated_cost: float, seed: int = 0) -> tuple[dict, dict]:
-    """A card's ``shifts`` (as ``pretrained_ship_2d.shift_entry`` writes it) from made-up
+    """A card's ``shifts`` (as ``experiments.zoo.ship_2d.shift_entry`` writes it) from made-up
     per-task LLs, and those LLs (condition -> (model, oracle) ``[N_TASKS]`` float64): the
     translated condition costs the model ``translated_cost`` nats per task, the density
     conditions move model and oracle alike."""
@@ -174,7 +174,7 @@ def _field(model: tuple[float, float], gp: tuple[float, float]) -> dict:
 
 
 def _card_2d(translated_cost: float = 1.0) -> tuple[dict, dict]:
-    """A shipped 1D card turned 2D as experiments/pretrained_ship_2d.py ships one, and its
+    """A shipped 1D card turned 2D as experiments/zoo/ship_2d.py ships one, and its
     shift rows' per-task LLs."""
     card = tnpx.zoo.model_card(BASE_CARD)
     for key in ("per_kernel", "eval_composite", "stages", "steps_total", "train_s_total"):

@@ -72,7 +72,7 @@ def in_widths(x: float) -> str:
 
 
 def is_2d(card: dict) -> bool:
-    """Whether the card's model takes two inputs (``experiments/pretrained_ship_2d.py``'s)."""
+    """Whether the card's model takes two inputs (``experiments/zoo/ship_2d.py``'s)."""
     return card.get("dim_x", 1) == 2
 
 

@@ -73,8 +73,8 @@ OVERVIEW_TEXT = [
     "",
     "The commands are the repository's lab: experiments under `experiments/` and speed and "
     "memory measurements under `benchmarks/`, each run from the repository root as `python -m "
-    "experiments.NAME` or `python -m benchmarks.NAME`; each table is rebuilt cell by cell and "
-    "resumes where it stopped. The real-data tables (KR-4, TE-2, TE-3, TE-4) carry a "
+    "experiments.STUDY.NAME` or `python -m benchmarks.NAME`; each table is rebuilt cell by "
+    "cell and resumes where it stopped. The real-data tables (KR-4, TE-2, TE-3, TE-4) carry a "
     "`context-moments` row, with no model: every target gets the mean and variance of its "
     "task's context outputs, so a trained model that does not beat it has not yet learnt to "
     "use the input locations.",
@@ -104,9 +104,9 @@ def _cards() -> dict[str, dict]:
 
 
 def _target_gap() -> float:
-    """Issue 20's gap goal, ``TARGET_GAP`` of ``experiments/pretrained_ship.py`` (read, not
+    """Issue 20's gap goal, ``TARGET_GAP`` of ``experiments/zoo/ship.py`` (read, not
     imported: the experiment imports the whole zoo pipeline)."""
-    source = ROOT / "experiments" / "pretrained_ship.py"
+    source = ROOT / "experiments" / "zoo" / "ship.py"
     for node in ast.parse(source.read_text()).body:
         if isinstance(node, ast.Assign) and any(
             isinstance(t, ast.Name) and t.id == "TARGET_GAP" for t in node.targets

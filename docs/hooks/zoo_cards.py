@@ -379,7 +379,7 @@ def index_page(
                 "",
                 "\\* scored on the v3 prior's tasks by [the zoo report]"
                 f"({link('reproductions/pretrained/zoo.md')}) "
-                "(`python -m experiments.pretrained --report`): the model was shipped before "
+                "(`python -m experiments.zoo.train --report`): the model was shipped before "
                 "that prior existed, so its card has no such score.",
             ]
             if any_reported

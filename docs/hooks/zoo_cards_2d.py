@@ -1,5 +1,5 @@
 """The parts of a zoo card's page that only a 2D model's card has (``dim_x: 2``, shipped by
-``experiments/pretrained_ship_2d.py``): its scores under BSA-TNP's shifts of its own prior
+``experiments/zoo/ship_2d.py``): its scores under BSA-TNP's shifts of its own prior
 (``shifts``), its measured elevation fields beside a fitted GP (``real_fields``, where a 1D card
 has ``real_series``), their Limits items, and the 2D models' table of the zoo's overview.
 
@@ -18,7 +18,7 @@ from card_cells import code, index_row, measured_table, num, table, worse_than_g
 
 RESULTS = Path(__file__).resolve().parents[2] / "results"
 ZOO_SCORES = "reproductions/pretrained/zoo.md"  # results/pretrained/zoo.md: its 2D part
-SHIFTS = "reproductions/pretrained/shifts-2d.md"  # experiments/pretrained_2d_shift.py's
+SHIFTS = "reproductions/pretrained/shifts-2d.md"  # experiments/zero_shot/shifts.py's
 FIELD_NAMES = {"jacksboro": "Jacksboro fault", "topobathy": "Vancouver Island"}
 DENSITY_WORDS = {2.0: "twice", 0.5: "half"}
 
@@ -32,7 +32,7 @@ def results_link(text: str, page: str, link: Callable[[str], str]) -> str:
 
 
 def _mean_se(pair: list[float] | None) -> str:
-    """A ``[mean, s.e.]`` pair (as ``experiments.pretrained_2d_shift`` writes them), as
+    """A ``[mean, s.e.]`` pair (as ``experiments.zero_shot.shifts`` writes them), as
     ``mean ± s.e.``; '—' if absent."""
     return "—" if not pair else f"{num(pair[0])} ± {num(pair[1])}"
 

@@ -10,6 +10,7 @@ import warnings
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from experiments.kit import pm
 from experiments.paper_tables.specs import (
     FROM_CONFIG,
     ORACLE,
@@ -266,7 +267,7 @@ def run_cell(
     paper = spec.paper_value(label, kernel)
     metric = spec.metric_name
     text = (
-        f"{metric} {cell.value(spec.metric):.3f} ± {cell.nll_se:.3f}"
+        f"{metric} {pm(cell.value(spec.metric), cell.nll_se)}"
         f" (paper {'—' if paper is None else f'{paper:.3f}'}), {cell.wall_seconds:.0f} s"
         f"{' (cached)' if cached else ''}"
     )

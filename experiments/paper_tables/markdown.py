@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 
+from experiments.kit import pm
 from experiments.paper_tables.cells import Cell
 from experiments.paper_tables.specs import LATENT, ORACLE, TableSpec, is_trained
 
@@ -22,12 +23,12 @@ def row_label(spec: TableSpec, label: str) -> str:
 
 
 def value_text(spec: TableSpec, cell: Cell | None, paper: float | None) -> str:
-    ours = "—" if cell is None else f"{cell.value(spec.metric):.3f} ± {cell.nll_se:.3f}"
+    ours = "—" if cell is None else pm(cell.value(spec.metric), cell.nll_se)
     return ours if paper is None else f"{ours} ({paper:.{spec.paper_digits}f})"
 
 
 def nll_text(cell: Cell | None, paper: float | None) -> str:
-    ours = "—" if cell is None else f"{cell.nll:.3f} ± {cell.nll_se:.3f}"
+    ours = "—" if cell is None else pm(cell.nll, cell.nll_se)
     return ours if paper is None else f"{ours} ({paper:.3f})"
 
 
@@ -55,7 +56,7 @@ def gap_table(spec: TableSpec, cells: dict) -> str:
         for kernel in spec.kernels:
             m = cells[kernel, label].metrics if (kernel, label) in cells else None
             ok = m is not None and m.gap is not None
-            texts.append(f"{m.gap:.3f} ± {m.gap_se:.3f}" if ok else "—")
+            texts.append(pm(m.gap, m.gap_se) if ok else "—")
         rows.append(f"| {row_label(spec, label)} | " + " | ".join(texts) + " |")
     return "\n".join(rows)
 

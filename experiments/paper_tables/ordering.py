@@ -7,6 +7,7 @@ import itertools
 import math
 from dataclasses import dataclass
 
+from experiments.kit import pm
 from experiments.paper_tables.specs import REFERENCE, TableSpec
 
 
@@ -91,7 +92,7 @@ def ordering_sentence(spec: TableSpec, kernel: str, cells: dict) -> str:
     else:
         verdict = f"the paper's ordering is NOT reproduced ({n_sig} swaps exceed 2 s.e.)"
     listed = "; ".join(
-        f"{s.worse} beats {s.better} by {s.margin:.3f} ± {s.se:.3f}{' *' if s.significant else ''}"
+        f"{s.worse} beats {s.better} by {pm(s.margin, s.se)}{' *' if s.significant else ''}"
         for s in swaps
     )
     return (

@@ -149,7 +149,9 @@ def figures_section(spec: TableSpec, run: dict) -> str:
 
 def table_command(spec: TableSpec, exact: bool) -> str:
     """The command that computes every cell of the table (cached cells are kept)."""
-    return f"python -m experiments.kr_tables --tables {spec.name}" + (" --exact" if exact else "")
+    return f"python -m experiments.paper_tables.build --tables {spec.name}" + (
+        " --exact" if exact else ""
+    )
 
 
 def report(spec: TableSpec, cells: dict, run: dict) -> str:

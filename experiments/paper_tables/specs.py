@@ -24,5 +24,5 @@ from experiments.paper_tables.table_spec import (  # noqa: F401 (re-exported)
 )
 from experiments.paper_tables.te_specs import TE_TABLES, te_rows  # noqa: F401 (re-exported)
 
-DEFAULT_TABLES = ("kr1", "kr3")  # what a bare `python -m experiments.kr_tables` builds
+DEFAULT_TABLES = ("kr1", "kr3")  # what a bare `python -m experiments.paper_tables.build` builds
 TABLES: dict[str, TableSpec] = {**KR_TABLES, **TE_TABLES}

@@ -1,7 +1,7 @@
 """What a table cell's numbers depend on (its ``settings``), and why a cached cell or a run
 directory no longer belongs to the current table spec (a preset or size changed since): the
-caches of ``experiments/kr_tables.py`` and ``experiments/te_ablation.py`` refuse such files
-rather than mix them into a table."""
+caches of ``experiments/paper_tables/build.py`` and ``experiments/paper_tables/te_ablation.py``
+refuse such files rather than mix them into a table."""
 
 from __future__ import annotations
 

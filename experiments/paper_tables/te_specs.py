@@ -78,7 +78,7 @@ def te_rows(models: Iterable[str]) -> dict[str, Row]:
             budget=TE_BUDGET,
             overrides=TE_BATCH8,
         )
-    # Rotary TE attention (issue 21; not in the paper): TE-TNP's structure on SDPA.
+    # Rotary TE attention (not in the paper): TE-TNP's structure on SDPA.
     rows["te-tnp-rope"] = te_row("te-tnp-rope", budget=TE_BUDGET)
     return {label: rows[label] for label in models}
 

@@ -260,7 +260,7 @@ DATA = "data: {name: gp, kernels: [rbf], n_random: 10, n_grid: 10, min_ctx: 1, m
 def tiny_benchmark(tmp_path):
     """A two-task benchmark of ``tiny_tnp`` saved at ``tmp_path / "tiny.pt"``: (the loaded
     benchmark, the checkpoint's path, the config's path)."""
-    from experiments.bo_benchmark import load_benchmark
+    from experiments.bo.benchmark import load_benchmark
 
     ckpt = tmp_path / "tiny.pt"
     tnpx.save(tiny_tnp(), ckpt)
@@ -272,8 +272,8 @@ def tiny_benchmark(tmp_path):
 
 @pytest.mark.slow
 def test_benchmark_writes_the_table_and_resumes(tmp_path):
-    from experiments.bo_benchmark import load_benchmark
-    from experiments.bo_benchmark_run import run_benchmark
+    from experiments.bo.benchmark import load_benchmark
+    from experiments.bo.run import run_benchmark
 
     bench, ckpt, cfg = tiny_benchmark(tmp_path)
     cells = run_benchmark(bench, progress=False)
@@ -297,8 +297,8 @@ def test_benchmark_writes_the_table_and_resumes(tmp_path):
 def test_a_cell_of_a_retrained_surrogate_is_re_run(tmp_path):
     """A saved cell records its checkpoint's digest: when the checkpoint at that path is
     another model (retrained), the cell is stale; a cell from before digests is kept."""
-    from experiments.bo_benchmark import checkpoint_digest, load_cells
-    from experiments.bo_benchmark_run import run_benchmark
+    from experiments.bo.benchmark import checkpoint_digest, load_cells
+    from experiments.bo.run import run_benchmark
 
     bench, ckpt, _ = tiny_benchmark(tmp_path)
     run_benchmark(bench, only_models=["tiny", "random"], progress=False)
@@ -319,7 +319,7 @@ def test_a_cell_of_a_retrained_surrogate_is_re_run(tmp_path):
 
 
 def test_benchmark_config_errors_name_the_valid_keys(tmp_path):
-    from experiments.bo_benchmark import load_benchmark
+    from experiments.bo.benchmark import load_benchmark
 
     cfg = tmp_path / "bad.yaml"
     cfg.write_text("bo: {n_taks: 3}\n")
@@ -331,8 +331,8 @@ def test_benchmark_config_errors_name_the_valid_keys(tmp_path):
 
 
 def test_shipped_bo_configs_load():
-    from experiments.bo_benchmark import load_benchmark
-    from experiments.bo_benchmark_run import bo_tasks
+    from experiments.bo.benchmark import load_benchmark
+    from experiments.bo.run import bo_tasks
 
     for name in ("kr2", "kr2-budget", "kr2-rbf-long-runs", "tnpd-bo-budget"):
         bench = load_benchmark(f"configs/{name}.yaml")

@@ -47,7 +47,7 @@ def test_help(command, capsys):
     [
         (["bench", "scaling", "--sizes", "1"], "python -m benchmarks.scaling"),
         (["--debug", "bench"], "python -m benchmarks.scaling"),
-        (["bo", "run", "configs/kr2-budget.yaml"], "python -m experiments.bo_benchmark_run"),
+        (["bo", "run", "configs/kr2-budget.yaml"], "python -m experiments.bo.run"),
     ],
 )
 def test_a_command_moved_to_the_lab_says_where(argv, replacement, capsys):

@@ -3,12 +3,14 @@ resuming ends exactly as an uninterrupted run, and a finished run is left alone.
 
 from __future__ import annotations
 
+import runpy
+import sys
 from types import SimpleNamespace
 
 import pytest
 import torch
 
-from experiments import long_runs
+from experiments.long_runs import driver as long_runs
 from tiny import tiny_overrides, write_tiny
 from tnpx.cli import main
 from tnpx.config import load_config
@@ -246,3 +248,13 @@ def test_advance_starts_nothing_with_less_than_the_least_slice_left(fake_runs):
     runs = fake_runs(["a", "b"], 10, 1, ends={"a": 60 * (10 - least / 2), "b": 1e9})
     assert list(runs.started) == ["a"]
     assert fake_runs(["a"], least / 2, 1, ends={"a": 1e9}).started == {}
+
+
+def test_the_package_runs_the_driver(monkeypatch, capsys):
+    """``python -m experiments.long_runs`` (the command the zoo cards record) is the driver's."""
+    monkeypatch.setattr(sys, "argv", ["experiments.long_runs", "--help"])
+    monkeypatch.delitem(sys.modules, "experiments.long_runs.__main__", raising=False)
+    with pytest.raises(SystemExit) as done:
+        runpy.run_module("experiments.long_runs", run_name="__main__", alter_sys=True)
+    assert done.value.code == 0
+    assert "{status,tidy,advance}" in capsys.readouterr().out

@@ -45,7 +45,7 @@ def test_model_matches_its_card_and_reproduces_its_check_evaluation(name):
     e = card["eval"]
     assert e["n_tasks"] >= 1000 and 0 <= e["gap"] < 1.0
     assert pretrained_path(name).stat().st_size <= MAX_BYTES
-    if "finished" in card:  # shipped from a long run (python -m experiments.pretrained --ship)
+    if "finished" in card:  # shipped from a long run (python -m experiments.zoo.train --ship)
         assert card["finished"] and card["steps"] == card["steps_planned"]
         if card.get("dim_x", 1) == 1:  # a 2D card's own prior is its eval (and its shifts)
             assert card["eval_composite"]["n_tasks"] == e["n_tasks"]

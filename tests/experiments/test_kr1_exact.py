@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from experiments.kr1_exact import cell_name, exact_runs, finished_reading
+from experiments.paper_tables.kr1_exact import cell_name, exact_runs, finished_reading
 
 
 def test_a_finished_run_within_two_standard_errors_meets_the_goal():

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 import tnpx.evaluation.protocol
-from experiments import kr_tables as kt
-from experiments import te_ablation as ta
+from experiments.paper_tables import build as kt
 from experiments.paper_tables import cells
+from experiments.paper_tables import te_ablation as ta
 from table_fakes import fake_cell
 from tnpx.checkpoint import save
 from tnpx.config import TrainConfig, config_to_yaml, load_config

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from experiments import kr_tables as kt
+from experiments.paper_tables import build as kt
 from experiments.paper_tables.te_specs import TE_CODE_PRESETS
 from tnpx.config import read_yaml
 from tnpx.models import build_model

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from experiments import kr_tables as kt
+from experiments.paper_tables import build as kt
 from table_fakes import fake_cell, nll_rows, paper_like, readme, write_cells
 
 # End to end through the lab's scripts or a subprocess: `make test-slow` (CI runs it).
@@ -38,8 +38,11 @@ def test_partial_table_has_every_row_column_paper_number_and_dash(tmp_path, name
     assert f"— ({paper:.3f})" in rows["tnp-kr-fast"]
     assert "**Not run yet** (1 of" in text and "tnp-kr-fast (RBF)" in text
     assert "Spearman ρ = 1.00" in text and "the paper's ordering is reproduced" in text
-    assert f"Command**: `python -m experiments.kr_tables --tables {name}` builds the whole" in text
-    assert "last written by `python -m experiments.kr_tables`, commit `abc1234`" in text
+    assert (
+        f"Command**: `python -m experiments.paper_tables.build --tables {name}` builds the whole"
+        in text
+    )
+    assert "last written by `python -m experiments.paper_tables.build`, commit `abc1234`" in text
     results = json.loads((tmp_path / name / "results.json").read_text())
     assert results["missing"] == [{"kernel": left_out[0], "model": "tnp-kr-fast"}]
     assert len(results["cells"]) == len(nlls)

@@ -7,8 +7,8 @@ import math
 
 import pytest
 
-from experiments import te1_protocol
-from experiments.te1 import SHIFTS
+from experiments.paper_tables import te1_protocol
+from experiments.paper_tables.te1 import SHIFTS
 from tnpx.evaluation.protocol import Metrics
 from tnpx.training.loop import train_or_load
 

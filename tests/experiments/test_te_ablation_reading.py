@@ -3,7 +3,7 @@ its noise, and whether the paper's pattern (a benefit on both, larger on bimodal
 
 from __future__ import annotations
 
-from experiments import te_ablation as ta
+from experiments.paper_tables import te_ablation as ta
 from tnpx.evaluation.protocol import Metrics
 
 

@@ -1,11 +1,12 @@
-"""experiments/time_to_accuracy.py: a recipe's curve from its run's metrics log (core-hours
-summed from the logged speeds, FLOPs counted per step), where it reaches the paper's NLL."""
+"""experiments/long_runs/time_to_accuracy.py: a recipe's curve from its run's metrics log
+(core-hours summed from the logged speeds, FLOPs counted per step), where it reaches the paper's
+NLL."""
 
 from __future__ import annotations
 
 import pytest
 
-from experiments import time_to_accuracy as tta
+from experiments.long_runs import time_to_accuracy as tta
 
 # End to end through the lab's scripts or a subprocess: `make test-slow` (CI runs it).
 pytestmark = pytest.mark.slow
@@ -109,7 +110,7 @@ def test_a_replicate_shows_its_own_seed(tmp_path):
 
 def test_the_wider_and_deeper_runs_spend_the_base_recipes_flops():
     """The fixed-budget comparison holds: steps x FLOPs per step within 3 % of the base's."""
-    from experiments.long_runs import RUNS
+    from experiments.long_runs.driver import RUNS
     from tnpx.config import load_config
 
     def total(run):

@@ -1,11 +1,11 @@
-"""experiments/zoo_goals.py: issue 33's goals read from the result files that measure them."""
+"""experiments/zoo/goals.py: issue 33's goals read from the result files that measure them."""
 
 from __future__ import annotations
 
 import json
 
-from experiments import zoo_goals as goals
-from experiments.pretrained_real_report import GP
+from experiments.zero_shot.series_report import GP
+from experiments.zoo import goals
 
 
 def _summary(model: dict, gp: dict) -> dict:

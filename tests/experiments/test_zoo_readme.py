@@ -1,6 +1,6 @@
-"""experiments/zoo_readme.py: the README's zoo tables (1D, and 2D once one ships) are the zoo
+"""experiments/zoo/readme.py: the README's zoo tables (1D, and 2D once one ships) are the zoo
 report's, and the report's cards are the shipped ones (so a model shipped without
-`python -m experiments.pretrained --report` fails here), and each table is written between its
+`python -m experiments.zoo.train --report` fails here), and each table is written between its
 markers and nowhere else."""
 
 from __future__ import annotations
@@ -10,8 +10,7 @@ import json
 import pytest
 
 import tnpx
-from experiments.pretrained_eval import ROOT
-from experiments.zoo_readme import (
+from experiments.zoo.readme import (
     BEGIN,
     BEGIN_2D,
     END,
@@ -21,6 +20,7 @@ from experiments.zoo_readme import (
     readme_table_2d,
     write_readme,
 )
+from experiments.zoo.score import ROOT
 from tnpx.zoo import model_card
 
 REPORT = ROOT / "results" / "pretrained" / "zoo.json"
@@ -48,7 +48,7 @@ def test_the_readme_2d_table_is_the_zoo_reports():
 
 def _card_2d(name: str, gap: float, widths: float) -> dict:
     """A 2D card with the fields the README's 2D table reads (the pipeline's schema:
-    tests/experiments/test_pretrained_ship_2d.py)."""
+    tests/experiments/test_zoo_ship_2d.py)."""
     shifts = {
         n: {"name": n, "ll": [ll, 0.02], "oracle_ll": [ll + gap, 0.02]}
         for n, ll in [("unshifted", -0.7), ("translated +10", -0.71), ("density x2", -0.5)]

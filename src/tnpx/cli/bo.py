@@ -1,5 +1,5 @@
 """``tnpx bo suggest MODEL``: the next point to evaluate given your observations. (The KR-2
-benchmark table is the lab's: ``python -m experiments.bo_benchmark CONFIG`` from a clone.)"""
+benchmark table is the lab's: ``python -m experiments.bo.benchmark CONFIG`` from a clone.)"""
 
 from __future__ import annotations
 

@@ -192,7 +192,7 @@ def error_line(err: Exception) -> str:
 # rather than argparse's "invalid choice". Their options are unchanged.
 MOVED_TO_LAB = {
     ("bench",): "python -m benchmarks.scaling",
-    ("bo", "run"): "python -m experiments.bo_benchmark_run",
+    ("bo", "run"): "python -m experiments.bo.run",
 }
 
 

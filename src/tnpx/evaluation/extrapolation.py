@@ -16,7 +16,7 @@ interval's coverage, the share of targets beyond 5 predicted standard deviations
 predicted std and the LL, all in the task's own units. :func:`safe_range` reads the profile:
 the furthest bin edge up to which every bin's coverage stays within a band and the std has not
 shrunk, and a hard limit beyond which the profile gives no evidence at all. The zoo's cards
-record both (``experiments/pretrained_safe_range.py``), and :func:`tnpx.predict` warns past the
+record both (``experiments/zoo/safe_range.py``), and :func:`tnpx.predict` warns past the
 first and refuses past the second.
 """
 

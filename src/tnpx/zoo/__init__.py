@@ -4,7 +4,7 @@ Each model is a checkpoint ``NAME.pt`` (weights + the experiment config it was t
 so :func:`tnpx.predict` knows its training domain) and a card ``NAME.json``: what data it was
 trained on, the config and command that trained it, the hardware and time, and its held-out
 evaluation (LL per target, the GP oracle's on the same tasks, the gap). The repository's
-``python -m experiments.pretrained`` trains, evaluates and packages them (``--ship`` packages
+``python -m experiments.zoo.train`` trains, evaluates and packages them (``--ship`` packages
 the v2 long runs); ``tnpx models --pretrained`` lists them.
 
 Models are looked up in this package's folder first, then in the folders named by the
@@ -111,7 +111,7 @@ def _folder(name: str) -> Path:
 
 def trained_on_composite(card: dict) -> bool:
     """Whether a card's model trained on the composite prior (its ``trained_on`` sentence,
-    written by ``experiments/pretrained_ship.trained_on``, then reads "a mixture")."""
+    written by ``experiments/zoo/ship.trained_on``, then reads "a mixture")."""
     return "a mixture" in card["trained_on"]
 
 

@@ -1,5 +1,5 @@
 """Measured 1D time series that ship inside statsmodels (nothing is downloaded): for zero-shot
-evaluation of the pretrained models on real data (``python -m experiments.pretrained_real``).
+evaluation of the pretrained models on real data (``python -m experiments.zero_shot.series``).
 
     >>> from tnpx.data.synthetic.real_series import load_series
     >>> s = load_series("nile")

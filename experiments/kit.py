@@ -1,0 +1,57 @@
+"""The lab's small shared kit: a mean and its standard error over a list of numbers, the same
+for paired differences, and the table cells that print them (``-0.457 ± 0.009``).
+
+Every study writes its numbers through these, so a results file's cells read the same
+whichever study wrote them. Over a tensor of per-task scores, use
+:func:`tnpx.evaluation.protocol.mean_se` instead (the package's, on tensors); the fitted-GP
+baseline lives in :mod:`experiments.zero_shot.fitted_gp`, and atomic writes in
+:func:`tnpx.output_files.atomic_write`.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+
+
+def mean_se(values: Sequence[float], single: float = math.nan) -> tuple[float, float]:
+    """The mean of ``values`` and its standard error (sample standard deviation over the
+    square root of their number); ``single`` is the standard error of one value (none can be
+    estimated: NaN by default)."""
+    values = [float(v) for v in values]
+    n = len(values)
+    se = statistics.stdev(values) / math.sqrt(n) if n > 1 else single
+    return statistics.fmean(values), se
+
+
+def paired_mean_se(ours: Sequence[float], theirs: Sequence[float]) -> tuple[float, float]:
+    """Mean ± standard error of ``ours - theirs``, paired item by item (the same tasks, splits
+    or windows); the standard error of a single pair is 0."""
+    return mean_se([a - b for a, b in zip(ours, theirs, strict=True)], single=0.0)
+
+
+def pm(mean: float, se: float, digits: int = 3) -> str:
+    """The table cell ``mean ± se`` with ``digits`` decimals: ``-0.457 ± 0.009``."""
+    return f"{mean:.{digits}f} ± {se:.{digits}f}"
+
+
+def pm_key(entry: dict, key: str = "gap") -> str:
+    """``entry[key] ± entry[key_se]``, three decimals (the cards' and results' pairs)."""
+    return pm(entry[key], entry[f"{key}_se"])
+
+
+def pm_units(pair: tuple[float, float]) -> str:
+    """A ``(mean, se)`` pair in a measured quantity's units: three decimals, one from 10 up
+    (series in ppm or metres)."""
+    mean, se = pair
+    return pm(mean, se, 3 if abs(mean) < 10 else 1)
+
+
+def pm_small(pair: tuple[float, float]) -> str:
+    """A ``(mean, se)`` pair with three decimals, or two significant digits below 0.01 (a GP's
+    relative RMSE on a smooth function is ~1e-4, which three decimals would print as 0.000)."""
+    mean, se = pair
+    if abs(mean) < 0.01:
+        return f"{mean:.1e} ± {se:.1e}"
+    return pm(mean, se)

@@ -1,0 +1,331 @@
+"""KR-1 at the exact protocol: the long runs ``long-runs/kr1-<kernel>-<model>/``
+against the TNP-KR paper's numbers, with their learning curves, for the RBF, Matérn-3/2 and
+periodic kernels.
+
+    python -m experiments.paper_tables.kr1_exact                     # table + curves so far
+    python -m experiments.paper_tables.kr1_exact --test-batches 100  # a quick, smaller test set
+
+A finished run is scored once on the test set and the cell cached (results/kr1-exact/cells).
+
+For each run: steps done of 100,000, the latest held-out validation NLL, and, for a finished
+run, the NLL on the protocol's test set (``--test-batches`` batches of 32; PROTOCOLS: 5,000)
+with the GP oracle's on the same tasks, beside the paper's NLL. The figure draws held-out NLL
+against training steps for every run, a panel per kernel, with the KR-1 budget cells
+(results/kr1/cells, batch 16) at their step counts on the same axes. Writes
+``results/kr1-exact/README.md``, ``results.json`` and ``learning_curves.png``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from experiments.kit import pm
+from experiments.long_runs.driver import RUNS
+from tnpx.config import load_config
+from tnpx.evaluation.protocol import cached_evaluate
+from tnpx.provenance import command_line, git_commit, hardware
+from tnpx.training.runs import RunStatus, run_status
+
+ROOT = Path(__file__).resolve().parents[2]
+KERNELS = ("rbf", "matern32", "periodic")
+KERNEL_NAMES = {"rbf": "RBF", "matern32": "Matérn-3/2", "periodic": "periodic"}
+# The TNP-KR paper's KR-1 test NLL (Table 3; PROTOCOLS.md), per kernel and model: the goal.
+PAPER_NLL = {
+    ("rbf", "tnp-d"): -0.455,
+    ("rbf", "tnp-kr-full"): -0.453,
+    ("rbf", "cnp"): 0.238,
+    ("matern32", "tnp-d"): -0.023,
+    ("matern32", "tnp-kr-full"): -0.024,
+    ("periodic", "tnp-d"): 0.516,
+    ("periodic", "tnp-kr-full"): 0.516,
+}
+GOAL = "each within 2 standard errors of the paper's NLL"
+# The test s.e. this table reports: over the 5,000 test batches, not the 160,000 tasks. The
+# protocol's batch shares one context size and one set of input locations among its 32 tasks, so
+# its tasks are not independent (cnp-gap-analysis.md, "Test set and metric").
+TEST_SE = "ll_se_batches"
+SE_NOTE = (
+    "Test s.e.: over the 5,000 test batches (each batch's 32 tasks share a context size and "
+    "input locations, so they are not independent, and an s.e. over tasks would understate "
+    "the noise)."
+)
+
+
+def test_se(test: dict) -> float:
+    """A test cell's standard error of the NLL, over batches (:data:`TEST_SE`)."""
+    return test[TEST_SE]
+
+
+@dataclass(frozen=True)
+class ExactRun:
+    """A long run at the exact protocol: ``long-runs/<run>/``, its kernel and model, and its
+    label in the table (the model, or the model and what differs: ``cnp-lecun``)."""
+
+    run: str
+    kernel: str
+    model: str
+    label: str
+
+    @property
+    def paper(self) -> float | None:
+        return PAPER_NLL.get((self.kernel, self.model))
+
+
+def exact_runs() -> list[ExactRun]:
+    """Every exact-protocol run ``experiments/long_runs/driver.py`` registers (``kr1-<kernel>-*``),
+    kernel by kernel in :data:`KERNELS` order."""
+    runs = []
+    for kernel in KERNELS:
+        for name, (_, overrides) in RUNS.items():
+            if name.startswith(f"kr1-{kernel}-"):
+                model = next(o.split("=", 1)[1] for o in overrides if o.startswith("model.name="))
+                runs.append(ExactRun(name, kernel, model, name.removeprefix(f"kr1-{kernel}-")))
+    return runs
+
+
+def cell_name(run: str, n_batches: int) -> str:
+    """A run's cached test cell in ``results/kr1-exact/cells/``: ``<model>-test<N>.json`` for
+    the RBF runs (the names they were first cached under), ``<kernel>-<model>-...`` else."""
+    return f"{run.removeprefix('kr1-').removeprefix('rbf-')}-test{n_batches}.json"
+
+
+def curve(folder: Path) -> list[tuple[int, float]]:
+    """``(step, validation NLL)`` from a run's metrics log."""
+    path = folder / "metrics.csv"
+    if not path.exists():
+        return []
+    with path.open(newline="") as f:
+        return [(int(r["step"]), -float(r["val_ll"])) for r in csv.DictReader(f) if r["val_ll"]]
+
+
+def budget_cells() -> dict[tuple[str, str], tuple[int, float]]:
+    """``(kernel, model) -> (steps, test NLL)`` of the KR-1 budget table's cells."""
+    cells = {}
+    for kernel in KERNELS:
+        for path in sorted((ROOT / "results/kr1/cells").glob(f"{kernel}-*.json")):
+            cell = json.loads(path.read_text())
+            cells[(kernel, cell["model"])] = (int(cell["steps"]), -float(cell["metrics"]["ll"]))
+    return cells
+
+
+@dataclass
+class Row:
+    """One run's line of the table: where it stands, its test cell once finished, its curve."""
+
+    spec: ExactRun
+    status: RunStatus
+    test: dict | None
+    curve: list[tuple[int, float]]
+
+
+def plot(rows: list[Row], budget: dict, path: Path) -> None:
+    """Per kernel, validation NLL against steps per run, its model's budget cell (square), a
+    finished run's test NLL (star, with the GP oracle's on the same tasks as a cross) and the
+    paper's (dotted)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    kernels = [k for k in KERNELS if any(r.spec.kernel == k for r in rows)]
+    fig, axes = plt.subplots(1, len(kernels), figsize=(6.0 * len(kernels), 4.2), squeeze=False)
+    for ax, kernel in zip(axes[0], kernels):
+        here = [r for r in rows if r.spec.kernel == kernel]
+        for i, r in enumerate(here):
+            color, label = f"C{i}", r.spec.label
+            if r.curve:
+                ax.plot(*zip(*r.curve), ".-", ms=3, color=color, label=f"{label} (exact, val.)")
+            cell = budget.get((kernel, r.spec.model))
+            if cell is not None and r.spec.label == r.spec.model:
+                ax.plot(*cell, "s", color=color, label=f"{label} (budget cell, test)")
+            if r.test is not None and r.curve:
+                steps = r.curve[-1][0]
+                ax.plot(steps, -r.test["ll"], "*", ms=10, color=color, label=f"{label} (test)")
+                ax.plot(
+                    steps, -r.test["oracle_ll"], "x", color=color, label="GP oracle, same tasks"
+                )
+            if r.spec.paper is not None:
+                ax.axhline(r.spec.paper, color=color, ls=":", lw=1)
+        ax.set_xscale("log")
+        ax.set_xlabel("training steps (batch 32; budget cells: batch 16)")
+        ax.set_ylabel("held-out NLL per target (lower is better)")
+        ax.set_title(f"KR-1 {KERNEL_NAMES[kernel]}; dotted: the paper's test NLL")
+        ax.legend(fontsize=6, loc="upper right", ncol=2)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def score(spec: ExactRun, folder: Path, cells: Path, n_batches: int) -> dict:
+    """A finished run's test cell (computed once, then read from ``cells``)."""
+    from tnpx import load
+
+    cfg = load_config(folder / "config.yaml", [f"eval.n_batches={n_batches}"])
+    cell = cells / cell_name(spec.run, n_batches)
+    return cached_evaluate(load(folder / "model.pt"), cfg, cell, needs=(TEST_SE,)).as_dict()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--test-batches", type=int, default=5000, help="test batches of 32 (PROTOCOLS: 5,000)"
+    )
+    parser.add_argument("--out", default="results/kr1-exact")
+    args = parser.parse_args()
+    commit, out = git_commit(), ROOT / args.out
+    (out / "cells").mkdir(parents=True, exist_ok=True)
+    rows = []
+    for spec in exact_runs():
+        folder = ROOT / "long-runs" / spec.run
+        if not (folder / "config.yaml").exists():
+            continue
+        status = run_status(folder)
+        test = score(spec, folder, out / "cells", args.test_batches) if status.finished else None
+        rows.append(Row(spec, status, test, curve(folder)))
+    (out / "results.json").write_text(
+        json.dumps(
+            {
+                r.spec.run: {
+                    "kernel": r.spec.kernel,
+                    "model": r.spec.model,
+                    "steps_done": r.status.steps_done,
+                    "steps_total": r.status.steps_total,
+                    "val_nll": None if r.status.val_ll is None else -r.status.val_ll,
+                    "curve": r.curve,
+                    "test": r.test,
+                    "paper_nll": r.spec.paper,
+                }
+                for r in rows
+            },
+            indent=2,
+        )
+    )
+    budget = budget_cells()
+    plot(rows, budget, out / "learning_curves.png")
+    (out / "README.md").write_text(report(rows, budget, commit))
+    print(f"wrote {out / 'README.md'}")
+
+
+def finished_reading(
+    label: str, paper: float | None, test: dict, val_curve: list[tuple[int, float]]
+) -> str:
+    """A finished run's test NLL against the goal (the paper's NLL within 2 of our standard
+    errors: PROTOCOLS does not restate the paper's), against the GP oracle, and, where the
+    goal is missed, what the held-out curve's last 20,000 steps say."""
+    nll, se, oracle = -test["ll"], test_se(test), -test["oracle_ll"]
+    gap = f"{nll - oracle:.3f} above the GP oracle ({oracle:.3f}) on the same tasks"
+    if paper is None:
+        return f"{label}: test NLL {pm(nll, se)}, {gap}."
+    diff = nll - paper
+    if abs(diff) <= 2 * se:
+        verdict = "within 2 standard errors of the paper's: the goal is met"
+    elif diff < 0:
+        # Better than the band asks: the paper's accuracy is reached, but the two numbers
+        # differ by more than our error bar (one seed here, the paper's mean of 5 seeds).
+        verdict = (
+            f"{-diff:.3f} better than the paper's ({-diff / se:.1f} s.e.): the paper's "
+            "accuracy is reached, outside the 2-s.e. band on the better side"
+        )
+    else:
+        verdict = (
+            f"{diff:.3f} worse than the paper's ({diff / se:.1f} s.e.): the goal is NOT met"
+            + curve_trend(val_curve)
+        )
+    return (
+        f"**{label}** (finished): test NLL {pm(nll, se)} against the paper's "
+        f"{paper:.3f}, {verdict}; {gap}."
+    )
+
+
+def curve_trend(val_curve: list[tuple[int, float]], span: int = 20_000, flat: float = 0.01) -> str:
+    """How the held-out NLL moved over the run's last ``span`` steps, as a clause: "flattened"
+    when it fell by less than ``flat`` nats (32 validation batches: s.e. about 0.01)."""
+    if not val_curve:
+        return ""
+    last_step, last = val_curve[-1]
+    earlier = [(s, v) for s, v in val_curve if s <= last_step - span]
+    if not earlier:
+        return ""
+    step, before = earlier[-1]
+    moved = f" (its held-out NLL went {before:.3f} → {last:.3f} from step {step:,} to {last_step:,}"
+    if before - last < flat:
+        return moved + ": flattened, so more steps at this schedule would not close the gap)"
+    return moved + ": still falling, so a longer schedule may close part of the gap)"
+
+
+def report(rows: list[Row], budget: dict, commit: str) -> str:
+    lines = [
+        "| kernel | run | steps checkpointed | train time | latest val. NLL (step) | "
+        "test NLL ± s.e. | GP oracle | paper | budget cell (steps) |",
+        "| --- | --- | ---: | ---: | --- | --- | --- | --- | --- |",
+    ]
+    for r in rows:
+        s, t, spec = r.status, r.test, r.spec
+        val = "—" if s.val_ll is None else f"{-s.val_ll:.3f} ({s.val_step:,})"
+        test = "—" if t is None else pm(-t["ll"], test_se(t))
+        oracle = "—" if t is None else f"{-t['oracle_ll']:.3f}"
+        paper = "—" if spec.paper is None else f"{spec.paper:.3f}"
+        cell = budget.get((spec.kernel, spec.model)) if spec.label == spec.model else None
+        cell = "—" if cell is None else f"{cell[1]:.3f} ({cell[0]:,})"
+        hours = "—" if s.train_hours is None else f"{s.train_hours:.1f} h"
+        lines.append(
+            f"| {KERNEL_NAMES[spec.kernel]} | {spec.label} | {s.steps_done:,} / "
+            f"{s.steps_total:,} | {hours} | {val} | {test} | {oracle} | {paper} | {cell} |"
+        )
+    unfinished = [
+        f"{r.spec.label} ({KERNEL_NAMES[r.spec.kernel]})" for r in rows if not r.status.finished
+    ]
+    finished = [
+        finished_reading(
+            f"{r.spec.label} ({KERNEL_NAMES[r.spec.kernel]})", r.spec.paper, r.test, r.curve
+        )
+        for r in rows
+        if r.test is not None
+    ]
+    reading = " ".join(finished)
+    if unfinished:
+        reading += (
+            f" Runs still training: {', '.join(unfinished)}: their validation NLL is the held-out "
+            "NLL so far on 32 validation batches (not the test set), so it is a point on the way, "
+            "not a result to set beside the paper's."
+        )
+    goals = "; ".join(
+        f"{KERNEL_NAMES[k]} "
+        + ", ".join(f"{m} {v:.3f}" for (kk, m), v in PAPER_NLL.items() if kk == k)
+        for k in KERNELS
+    )
+    return f"""# KR-1 at the exact protocol (TNP-KR Table 3)
+
+**What**: PROTOCOLS KR-1: 1D GP tasks (RBF, Matérn-3/2 or periodic kernel) on 150 locations (50
+uniform + the 100-point grid on [−2, 2]), 3–49 noisy context points (σ = 0.1), noiseless targets
+at all 150. Metric: NLL per target (lower is better). The goal ({GOAL}): {goals}.
+
+**Command**: `{command_line()}`, commit `{commit}`. Runs: `python -m experiments.long_runs.driver
+advance --minutes M` (each `tnpx train configs/kr1-<kernel>.yaml model.name=<model>
+train.val_every=2500 train.out_dir=long-runs/kr1-<kernel>-<model> --resume --max-minutes M`;
+`cnp-lecun`: the same from Flax's `lecun_normal` weights, `train.weight_init=lecun_normal`,
+[cnp-gap-analysis.md](cnp-gap-analysis.md)).
+
+**Protocol**: exact: 100,000 batches of 32, Yogi, lr 1e-3 cosine-annealed to 1e-5, no warm-up,
+global-norm clip 3.0; every model at its `kr-code` preset (the dl4bi code's function,
+`docs/fidelity.md`); one seed (the paper: 5). Test: 5,000 batches of 32 once a run finishes.
+{SE_NOTE}
+
+**Hardware**: {hardware()}; one torch thread per run, two runs at a time, advanced in slices
+across sessions and machines (train time is summed over slices).
+
+{chr(10).join(lines)}
+
+![learning curves](learning_curves.png)
+
+**Reading**: {reading} The budget cells (results/kr1, batch 16, smaller models) sit where
+their step counts put them on the same axes.
+"""
+
+
+if __name__ == "__main__":
+    main()
