@@ -6,7 +6,7 @@ fields; every shipped 1D card's page, and the overview, come out as they did bef
 
 The 2D card is a shipped 1D card turned 2D as the 2D pipeline ships one: its shift rows are
 ``experiments.zero_shot.shifts.summarise``'s on made-up per-task LLs (re-derived here in
-float64), its measured fields in ``experiments.zoo.ship.scored_summary``'s shape.
+float64), its measured fields in ``experiments.zoo.scored.scored_summary``'s shape.
 """
 
 from __future__ import annotations

@@ -35,7 +35,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 FOLDER = ROOT / "long-runs"
-# Planned steps of issue 50's runs (experiments/long_runs/plans/te1-kr3.md: each step timed on one core).
+# Planned steps of the TE-1 and KR-3 runs (experiments/long_runs/plans/te1-kr3.md: each step
+# timed on one core).
 # The recipe lays its cosine over a quarter of the protocol's steps (TE-1: 125,000 of 500,000;
 # KR-3: 25,000 of 100,000). CNP and ConvCNP take the quarter in ~1.2 core-hours. The
 # transformer rows' quarter would cross sessions and commit a 13-22 MB resumable state each

@@ -7,7 +7,7 @@ a time; its speed is the median of the logged ``steps_per_s`` after the first lo
 the start-up). GFLOPs per step are counted (``torch.utils.flop_counter``), not timed. The table
 is printed and written to ``--out`` (markdown) with the command, commit and hardware.
 
-    python -m experiments.long_runs.plan --runs te1-tnp kr3-tnp-d --out experiments/long_runs/plans/x.md
+    python -m experiments.long_runs.plan --runs te1-tnp kr3-tnp-d --out plan.md
 """
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 scored at each test-time shift Δ on the protocol's test tasks, beside the paper's number, the GP
 oracle (each task's own kernel) and the context-moments reference; the runs' validation curves.
 
-    python -m experiments.paper_tables.te1_protocol                    # writes results/te1/protocol.md
-    python -m experiments.paper_tables.te1_protocol --test-batches 32  # a quick look (512 tasks per Δ)
+    python -m experiments.paper_tables.te1_protocol      # writes results/te1/protocol.md
+    python -m experiments.paper_tables.te1_protocol --test-batches 32  # 512 tasks per Δ
 
 The runs are trained by ``python -m experiments.long_runs advance`` (``experiments/long_runs/plans/
 te1-kr3.md``: the protocol's data, sizes, batch and clipping, the time-to-accuracy recipe's
@@ -18,8 +18,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from experiments.paper_tables.kr1_exact import curve
 from experiments.long_runs.driver import ROOT, RUNS, TE1_MODELS
+from experiments.paper_tables.kr1_exact import curve
 from experiments.paper_tables.te1 import PAPER, SHIFTS
 from tnpx.config import load_config
 from tnpx.evaluation.protocol import Metrics, cached_evaluate

@@ -22,7 +22,7 @@ from pathlib import Path
 from experiments.bayes.report import shortfalls
 from experiments.zero_shot.functions_report import GOAL_RATIO, ratio
 from experiments.zero_shot.series_report import GP, forecast_share, paired
-from experiments.zoo.ship import scored_run
+from experiments.zoo.scored import scored_run
 
 SHORTFALL_GOAL = 0.10  # nats per target point, single-kernel prior
 PERIODIC_GOAL = 0.30  # nats per target point, its periodic tasks

@@ -32,6 +32,7 @@ from pathlib import Path
 
 from experiments.long_runs.driver import RUNS
 from experiments.zoo.score import FULL_KEYS, ROOT, _entry, experiment, score
+from experiments.zoo.scored import scored_summary
 from tnpx.checkpoint import atomic_save, load, read_checkpoint
 from tnpx.config import ExperimentConfig, load_config
 from tnpx.data.synthetic.gp_composite import CompositeGPConfig
@@ -143,35 +144,6 @@ def real_series_summary(name: str, results: Path) -> dict | None:
     GP from the last by name of ``results/real-series*.json`` that scored ``name`` (so
     ``real-series-v2`` before ``real-series``), or None."""
     return scored_summary(name, results, "real-series", "n_splits")
-
-
-def scored_run(name: str, results: Path, stem: str) -> tuple[dict, str, Path] | None:
-    """The last by name of ``results/<stem>*.json`` that scored zoo model ``name``: the run,
-    the model's label in it, and its path; None if none scored it."""
-    # by stem: "real-series.json" sorts after "real-series-v2.json" ('.' > '-'), its stem before
-    for path in sorted(results.glob(f"{stem}*.json"), key=lambda p: p.stem, reverse=True):
-        run = json.loads(path.read_text())
-        label = next((lab for lab, spec in run.get("models", {}).items() if spec == name), None)
-        if label is not None:
-            return run, label, path
-    return None
-
-
-def scored_summary(name: str, results: Path, stem: str, count: str) -> dict | None:
-    """Zoo model ``name``'s summary row and the fitted GP's for every result key of the last by
-    name of ``results/<stem>*.json`` that scored ``name`` (``count``: the file's number of
-    splits or windows per key), with the file's name and commit; None if none scored it."""
-    from experiments.zero_shot.series_report import GP
-
-    found = scored_run(name, results, stem)
-    if found is None:
-        return None
-    run, label, path = found
-    rows = {
-        key: {"model": r["summary"][label], GP: r["summary"][GP]}
-        for key, r in run["results"].items()
-    }
-    return {"file": path.name, "commit": run["commit"], count: run[count], **rows}
 
 
 def shipped_run(name: str) -> str:

@@ -27,7 +27,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from experiments.kit import pm_key
-from experiments.zoo.ship import scored_summary
+from experiments.zoo.scored import scored_summary
 from tnpx.config import ExperimentConfig, load_config
 from tnpx.data.synthetic.gp2d_composite import GP2DCompositeConfig
 from tnpx.evaluation.extrapolation import PRIOR_2D as PRIOR

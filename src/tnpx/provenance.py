@@ -62,9 +62,9 @@ def git_commit() -> str:
 
 
 def command_line() -> str:
-    """The command that is running, as typed: ``tnpx ...`` for the console script, ``python -m
-    experiments.paper_tables.build ...`` for a module run with ``-m``, ``python path/to/script.py ...``
-    for a file."""
+    """The command that is running, as typed: ``tnpx ...`` for the console script,
+    ``python -m experiments.paper_tables.build ...`` for a module run with ``-m``,
+    ``python path/to/script.py ...`` for a file."""
     argv = list(sys.argv)
     main_spec = getattr(sys.modules.get("__main__"), "__spec__", None)
     if argv and os.path.basename(argv[0]) == "tnpx":
