@@ -33,10 +33,9 @@ import torch
 
 from experiments.kit import pm
 from experiments.long_runs.driver import FOLDER, RUNS
-from experiments.paper_tables.kr1_exact import (
+from experiments.paper_tables.kr_exact import (
     KERNEL_NAMES,
-    PAPER_NLL,
-    SE_NOTE,
+    TABLES,
     TEST_SE,
     cell_name,
     exact_runs,
@@ -174,7 +173,7 @@ class Curve:
     @property
     def goal(self) -> float:
         """The paper's test NLL for this kernel and model."""
-        return PAPER_NLL[(self.kernel, self.model)]
+        return TABLES["kr1"].paper[(self.kernel, self.model)]
 
     def test_nll(self) -> float | None:
         """The finished run's NLL on the protocol's test set, if scored."""
@@ -258,7 +257,7 @@ def score_finished(c: Curve, cells: Path, n_batches: int, root: Path = FOLDER) -
     cell = cells / f"{c.run}-test{n_batches}.json"
     if c.run in {
         r.run for r in exact_runs()
-    }:  # a protocol run: experiments.paper_tables.kr1_exact's cell
+    }:  # a protocol run: experiments.paper_tables.kr_exact's cell
         cell = KR1_EXACT_CELLS / cell_name(c.run, n_batches)
     c.test = cached_evaluate(load(folder / "model.pt"), cfg, cell, needs=(TEST_SE,)).as_dict()
 
@@ -414,7 +413,7 @@ def main(argv: list[str] | None = None) -> int:
             "(the last column, beside the GP oracle on the same tasks; cached in `cells/`). "
             "Core-hours are the runs' own logged speeds (one torch "
             "thread each, two runs sharing a 2-core machine); FLOPs are counted, not timed. "
-            + SE_NOTE,
+            + TABLES["kr1"].se_note,
             "",
             f"**Hardware**: {hardware()}.",
             "",

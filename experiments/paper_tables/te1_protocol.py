@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from experiments.long_runs.driver import ROOT, RUNS, TE1_MODELS
-from experiments.paper_tables.kr1_exact import curve
+from experiments.paper_tables.kr_exact import curve
 from experiments.paper_tables.te1 import PAPER, SHIFTS
 from tnpx.config import load_config
 from tnpx.evaluation.protocol import Metrics, cached_evaluate

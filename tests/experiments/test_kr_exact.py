@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from experiments.paper_tables.kr1_exact import cell_name, exact_runs, finished_reading
+from experiments.paper_tables.kr_exact import TABLES, cell_name, exact_runs, finished_reading
 
 
 def test_a_finished_run_within_two_standard_errors_meets_the_goal():
@@ -62,3 +62,16 @@ def test_every_registered_exact_run_has_a_kernel_a_model_and_its_own_cell():
     # the RBF cells keep the names they were first cached under; no two runs share a cell
     assert cell_name("kr1-rbf-cnp", 5000) == "cnp-test5000.json"
     assert len({cell_name(r.run, 5000) for r in runs}) == len(runs)
+
+
+def test_kr3_runs_are_found_with_their_paper_numbers_and_cells():
+    kr3 = TABLES["kr3"]
+    runs = {r.run: r for r in exact_runs(kr3)}
+    assert set(runs) == {"kr3-tnp-d", "kr3-tnp-kr-full"}
+    assert runs["kr3-tnp-d"].paper == 0.484 and runs["kr3-tnp-kr-full"].paper == 0.482
+    assert runs["kr3-tnp-d"].kernel == "rbf" and runs["kr3-tnp-d"].label == "tnp-d"
+    assert cell_name("kr3-tnp-d", 5000, "kr3") == "tnp-d-test5000.json"
+    # KR-1's cells keep the names they were first cached under
+    assert cell_name("kr1-rbf-tnp-d", 5000) == "tnp-d-test5000.json"
+    assert cell_name("kr1-matern32-tnp-d", 5000) == "matern32-tnp-d-test5000.json"
+    assert all(r.run.startswith("kr1-") for r in exact_runs())
