@@ -20,34 +20,37 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..user_files import DataError, Dropped, Table, column_names, numeric_block
+from ..user_table import UserTable, from_block
 
 if TYPE_CHECKING:  # pragma: no cover
-    import pandas as pd
-
     from ..models import NeuralProcess
 
 
-def context_values(
-    ctx: Table, x_cols: list, y_cols: list, net: NeuralProcess, dropped: Dropped | None
-) -> tuple[pd.DataFrame, np.ndarray, np.ndarray | None]:
-    """The context's ``x_cols`` and ``y_cols`` as float64 (missing outputs NaN), the positions
-    of the rows kept, and ``observed [n_kept, dim_y]`` (None where no output is missing).
+def read_context(
+    ctx: Table, x_cols: list, y_cols: list, net: NeuralProcess, drop_missing: bool
+) -> UserTable:
+    """The context's ``x_cols`` and ``y_cols`` read once: a :class:`~tnpx.user_table.UserTable`
+    whose ``y`` is NaN and ``observed`` False at a missing output (``observed`` None where no
+    output is missing).
 
     Rows missing an input, and (for a model that reads missing outputs) rows missing every
-    output, are dropped into ``dropped`` where it is given (one warning at the end).
+    output, are dropped with ``drop_missing`` (its ``dropped``; the caller warns).
 
     Raises:
         DataError: as :func:`tnpx.user_files.numeric_block`; a missing output for a
-            model that does not read them, or a row without any output, without ``dropped``.
+            model that does not read them, or a row without any output, without
+            ``drop_missing``.
     """
     cols = [*x_cols, *y_cols]
+    dropped = Dropped(ctx.name) if drop_missing else None  # the UserTable records the rows
     missing = ctx.frame[y_cols].isna().to_numpy() if len(y_cols) else np.zeros((len(ctx.frame), 0))
     if not missing.any():
-        return (*numeric_block(ctx, cols, dropped), None)
+        return from_block(ctx, x_cols, y_cols, *numeric_block(ctx, cols, dropped))
     if not net.reads_missing_outputs:
         if dropped is None:
             raise _missing(ctx, y_cols, missing, _refusal(net))
-        return (*numeric_block(ctx, cols, dropped), None)  # dropped, as for a missing input
+        # dropped, as for a missing input
+        return from_block(ctx, x_cols, y_cols, *numeric_block(ctx, cols, dropped))
     none = missing.all(1)
     if none.any() and dropped is None:
         raise _missing(ctx, y_cols, missing & none[:, None], "a context row needs an output")
@@ -58,7 +61,8 @@ def context_values(
     values, positions = numeric_block(replace(ctx, frame=frame), cols, dropped)
     observed = ~partial[positions]
     values[y_cols] = np.where(observed, values[y_cols].to_numpy(), np.nan)
-    return values, positions, None if observed.all() else observed
+    observed = None if observed.all() else observed
+    return from_block(ctx, x_cols, y_cols, values, positions, observed)
 
 
 def _refusal(net: NeuralProcess) -> str:

@@ -22,10 +22,11 @@ import numpy as np
 import torch
 
 from ..units import UnitMap
-from ..user_files import Dropped, Table, choose_columns, numeric_block, read_table, warn_user
+from ..user_files import Dropped, choose_columns, read_table, warn_user
+from ..user_table import UserTable
 from .predict_checks import check_finite_result, check_model_range, check_units, no_targets
-from .predict_missing import context_values, masked_outputs
-from .table_chunks import Chunks, open_chunked
+from .predict_missing import masked_outputs, read_context
+from .table_chunks import Reads, open_chunked, read_chunks
 from .unit_choice import ExtrapolationLimits, FarTargets, fit_units, needs_targets
 
 if TYPE_CHECKING:  # pandas is imported where it is used, so `import tnpx` stays light
@@ -193,22 +194,20 @@ def plan_prediction(
     net: NeuralProcess,
     recorded: tuple[float, float] | None,
     why: str,
-    ctx: Table,
-    x_cols: list,
-    y_cols: list,
+    context: UserTable,
     target_extremes,
     options: Options,
 ) -> Plan:
-    """Fit the unit map to the context ``ctx`` (read whole) and check it: ``recorded`` is the
-    model's training domain (``why`` it is unknown where None); ``target_extremes()`` gives
-    the targets' extreme rows ``[k, dim_x]``, called only where the map needs them."""
+    """Fit the unit map to the ``context`` (read whole, once: :func:`~tnpx.apply.
+    predict_missing.read_context`) and check it: ``recorded`` is the model's training domain
+    (``why`` it is unknown where None); ``target_extremes()`` gives the targets' extreme rows
+    ``[k, dim_x]``, called only where the map needs them."""
     o = options
+    ctx, x_cols, y_cols, observed = context.source, context.x_cols, context.y_cols, context.observed
     dropped = Dropped(ctx.name)
-    values, positions, observed = context_values(
-        ctx, x_cols, y_cols, net, dropped if o.drop_missing else None
-    )  # a missing output is NaN in yc where the model reads them (observed: False)
+    context.log_dropped(dropped)  # none dropped without drop_missing
     dropped.warn()
-    xc, yc = values[x_cols].to_numpy(), values[y_cols].to_numpy()
+    xc, yc = context.x, context.y  # a missing output is NaN in yc (observed: False there)
     if len(xc) == 0:
         note = ""
         if o.standardise_outputs and o.output_scale is None:
@@ -239,16 +238,15 @@ def plan_prediction(
     yc_model = masked_outputs(yc_model, observed)
     plan = Plan(net, units, record, x_cols, y_cols, xc_model, yc_model, far, o, observed)
     in_model = np.hstack([xc_model, yc_model])
-    check_model_range(ctx, positions, values.to_numpy(), in_model, values.columns, plan.dtype)
+    cols = [*x_cols, *y_cols]
+    check_model_range(ctx, context.positions, context.values(), in_model, cols, plan.dtype)
     return plan
 
 
-def predict_block(
-    plan: Plan, table: Table, values: pd.DataFrame, positions: np.ndarray
-) -> pd.DataFrame:
-    """The result rows of one block of targets: ``values`` (``[n, dim_x]``, the numeric target
-    inputs) are rows ``positions`` of ``table``. Every value checked (see the module)."""
-    xt = values.to_numpy()
+def predict_block(plan: Plan, targets: UserTable) -> pd.DataFrame:
+    """The result rows of one block of ``targets`` (read once: their inputs ``x [n, dim_x]``).
+    Every value checked (see the module)."""
+    table, positions, xt = targets.source, targets.positions, targets.x
     plan.far.add(xt)
     with np.errstate(over="ignore", invalid="ignore"):  # overflow is checked for, and named
         xt_model = plan.units.inputs(xt)
@@ -258,7 +256,7 @@ def predict_block(
             plan.net, plan.xc, plan.yc, xt_model, plan.options.chunk_size, **masked
         )
         mean, std = plan.units.mean_to_user(mean), plan.units.std_to_user(std)
-        frame = prediction_frame(values, plan.y_cols, mean, std, plan.options.level)
+        frame = prediction_frame(targets.inputs(), plan.y_cols, mean, std, plan.options.level)
     check_finite_result(table, positions, frame, len(plan.x_cols))
     return frame
 
@@ -287,38 +285,43 @@ def stream_prediction(
         ):
             x_default, y_default = x_names, y_names
     x_cols, y_cols = choose_columns(ctx, head, x_default, y_default, net.dim_x, net.dim_y)
+    context = read_context(ctx, x_cols, y_cols, net, options.drop_missing)
+    # each chunk of targets read once; a table whole in memory (rows None) is kept for the
+    # second pass, a file read in chunks is read again (memory stays bounded by a chunk)
+    reads = read_chunks(chunks, x_cols, options.drop_missing, keep=rows is None)
 
     def extremes() -> np.ndarray:
-        return target_extremes(chunks, x_cols, options.drop_missing, head.name)
+        return target_extremes(reads, options.drop_missing, head.name)
 
-    plan = plan_prediction(net, recorded, why, ctx, x_cols, y_cols, extremes, options)
-    return plan, _blocks(plan, chunks, head.name)
+    plan = plan_prediction(net, recorded, why, context, extremes, options)
+    return plan, _blocks(plan, reads, head.name)
 
 
-def _blocks(plan: Plan, chunks: Chunks, name: str) -> Iterator[pd.DataFrame]:
+def _blocks(plan: Plan, reads: Reads, name: str) -> Iterator[pd.DataFrame]:
     dropped = Dropped(name)
-    log = dropped if plan.options.drop_missing else None
     n = 0
-    for table in chunks():
-        values, positions = numeric_block(table, plan.x_cols, log)
-        if len(values):
-            n += len(values)
-            yield predict_block(plan, table, values, positions)
+    for targets in reads():
+        if plan.options.drop_missing:
+            targets.log_dropped(dropped)
+        if len(targets.x):
+            n += len(targets.x)
+            yield predict_block(plan, targets)
     dropped.warn()
     if n == 0:
         raise no_targets(name, dropped.rows)
     plan.far.warn()
 
 
-def target_extremes(chunks: Chunks, x_cols: list, drop_missing: bool, name: str) -> np.ndarray:
+def target_extremes(reads: Reads, drop_missing: bool, name: str) -> np.ndarray:
     """``[2, dim_x]``: the targets' per-column minimum and maximum, in one pass over the
-    chunks (their values checked as the prediction pass will; its warnings are its own)."""
+    chunks read (the prediction pass gives the warnings about them)."""
     lo = hi = None
     dropped = Dropped(name)
-    for table in chunks():
-        values, _ = numeric_block(table, x_cols, dropped if drop_missing else None)
-        if len(values):
-            x = values.to_numpy()
+    for targets in reads():
+        if drop_missing:
+            targets.log_dropped(dropped)
+        if len(targets.x):
+            x = targets.x
             lo = x.min(0) if lo is None else np.minimum(lo, x.min(0))
             hi = x.max(0) if hi is None else np.maximum(hi, x.max(0))
     if lo is None:

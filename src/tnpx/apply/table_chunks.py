@@ -13,11 +13,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..user_files import CSV_OPTIONS, Table, csv_errors, is_netcdf, read_table
+from ..user_table import UserTable, read_inputs
 
 if TYPE_CHECKING:
     import pandas as pd
 
 Chunks = Callable[[], Iterator[Table]]
+Reads = Callable[[], Iterator[UserTable]]
 
 
 def open_chunked(source, role: str, rows: int | None) -> tuple[Table, Chunks]:
@@ -63,3 +65,32 @@ def read_csv_chunks(path: Path, rows: int) -> Iterator[pd.DataFrame]:
             if chunk is None:
                 return
             yield chunk
+
+
+def read_chunks(chunks: Chunks, x_cols: list, drop_missing: bool, keep: bool) -> Reads:
+    """A function giving each chunk's inputs ``x_cols`` read (:func:`tnpx.user_table.
+    read_inputs`) as the chunk is reached. Called again (a second pass) it reads a file's
+    chunks again; with ``keep`` (a table whole in memory) it gives the tables the first
+    complete pass read, so no column is converted twice."""
+
+    def fresh() -> Iterator[UserTable]:
+        for table in chunks():
+            yield read_inputs(table, x_cols, drop_missing)
+
+    if not keep:
+        return fresh
+    kept: list[UserTable] = []
+    complete = False
+
+    def again() -> Iterator[UserTable]:
+        nonlocal complete
+        if complete:
+            yield from kept
+            return
+        kept.clear()  # an unfinished earlier pass starts over
+        for read in fresh():
+            kept.append(read)
+            yield read
+        complete = True
+
+    return again
