@@ -6,7 +6,7 @@ its config in ``configs/examples/``, scores the model on all held-out test tasks
 fitted per task and the context's moments (:func:`tnpx.evaluation.user_tasks.evaluate_tasks`), draws
 held-out tasks, and writes its results folder under ``results/examples/``
 (:mod:`examples.runner`). ``--quick`` runs the same path in seconds
-(``tests/app/test_examples.py``).
+(``tests/examples/test_examples.py``).
 
     python examples/seattle_temps.py      # Seattle, hourly temperatures: a task is a day
     python examples/sf_temps.py           # San Francisco, the same form; and Seattle's model

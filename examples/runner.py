@@ -21,8 +21,8 @@ is (``configs/examples/<name>.yaml``). :func:`run`:
    ``results/examples/<name>/``.
 
 ``--quick`` runs every step in seconds into ``--out`` (a few training steps, two small test
-batches, one context size): what ``tests/app/test_examples.py`` and
-``tests/app/test_example_iris.py`` run so the examples cannot rot.
+batches, one context size): what ``tests/examples/test_examples.py`` and
+``tests/examples/test_example_iris.py`` run so the examples cannot rot.
 """
 
 from __future__ import annotations

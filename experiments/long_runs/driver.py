@@ -8,7 +8,7 @@ slices across sessions and machines, each kept in a committed folder ``long-runs
     python -m experiments.long_runs.driver advance --minutes 60 --runs kr1-rbf-cnp
     python -m experiments.long_runs.driver tidy                   # finished runs: drop state
 
-What git keeps of a run (experiments' policy; tests/test_repository_policy.py checks it): a
+What git keeps of a run (experiments' policy; tests/boundary/test_repository_policy.py checks it): a
 finished run keeps ``config.yaml``, ``metrics.csv`` and ``model.pt`` only (``tidy`` deletes its
 ``checkpoints/``; ``advance`` tidies each run it finishes); a running one commits its
 ``checkpoints/last.pt`` once, when work on it pauses at the end of a session, and only if it

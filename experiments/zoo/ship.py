@@ -53,7 +53,7 @@ STAGES |= {name: [*STAGES[name.replace("-v3-", "-v2-")], name] for name in WIDE_
 # The 2D model: its second stage as the 1D models' (experiments/zoo/ship_2d.py ships it).
 STAGES["gp2d-te-tnp-rope"] = ["gp2d-te-tnp-rope", "gp2d-te-tnp-rope-far"]
 MAX_BYTES = 5_000_000  # a shipped checkpoint (the repository keeps no larger .pt)
-CHECK_BATCHES = 2  # the check evaluation tests/app/test_zoo.py repeats
+CHECK_BATCHES = 2  # the check evaluation tests/zoo/test_zoo.py repeats
 TARGET_GAP = 0.15  # the zoo's goal on the single-kernel prior, nats per target point
 
 
@@ -205,7 +205,7 @@ def card_fields(
 
 def check_entry(model, config: str) -> dict:
     """A card's ``check``: the first :data:`CHECK_BATCHES` test batches of ``config``'s prior,
-    without the oracle (tests/app/test_zoo.py repeats it on the shipped model)."""
+    without the oracle (tests/zoo/test_zoo.py repeats it on the shipped model)."""
     check = evaluate(model, build_test_sampler(load_config(config)), CHECK_BATCHES, oracle=False)
     return {"batches": CHECK_BATCHES, "n_tasks": check.n_tasks, "ll": check.ll}
 

@@ -2,7 +2,7 @@
 ``gp2d-composite`` long run with ``dim=2``: the prior in words, its shifts, its measured fields.
 
 The card has the fields every shipped card has (:func:`experiments.zoo.ship.card_fields`:
-size, steps, times, provenance, ``finished``; ``check``, which tests/app/test_zoo.py repeats),
+size, steps, times, provenance, ``finished``; ``check``, which tests/zoo/test_zoo.py repeats),
 ``dim_x: 2``, and:
 
 - ``eval``: LL per target point on held-out tasks of its own prior (test split,

@@ -45,7 +45,7 @@ MODELS = {
 }
 ZOO = Path("src/tnpx/zoo")
 README = Path("README.md")
-CHECK_BATCHES = ship.CHECK_BATCHES  # the check evaluation tests/app/test_zoo.py repeats
+CHECK_BATCHES = ship.CHECK_BATCHES  # the check evaluation tests/zoo/test_zoo.py repeats
 
 
 def package(name: str, config: str, commit: str, command: str) -> dict:

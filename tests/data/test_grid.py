@@ -10,8 +10,8 @@ import warnings
 import numpy as np
 import pytest
 import torch
-from small_grids import CONFIG, WINDOW, grid, grid_file, indices, make_dataset, points
 
+from tests.helpers.small_grids import CONFIG, WINDOW, grid, grid_file, indices, make_dataset, points
 from tnpx.data import batch_at
 from tnpx.data.field_arrays import time_values
 from tnpx.data.grid import GridSampler

@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from small_grids import WINDOW, grid, grid_file, indices, make_dataset, points, xr
 
+from tests.helpers.small_grids import WINDOW, grid, grid_file, indices, make_dataset, points, xr
 from tnpx.data import batch_at
 from tnpx.data.field_arrays import time_values
 from tnpx.data.grid import GridSampler

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from image_arrays import random_images
+from tests.helpers.image_arrays import random_images
 from tnpx.data.base import batch_at, task_generator
 from tnpx.data.images import (
     ImageConfig,

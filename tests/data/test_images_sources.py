@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from image_arrays import random_images
+from tests.helpers.image_arrays import random_images
 from tnpx.data.base import batch_at
 from tnpx.data.images import (
     ImageConfig,

@@ -11,7 +11,8 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from stations_grid_data import (
+
+from tests.helpers.stations_grid_data import (
     COLUMNS,
     LAT,
     LON,
@@ -21,7 +22,6 @@ from stations_grid_data import (
     sampler_of,
     xr,
 )
-
 from tnpx.data import batch_at
 from tnpx.data.field_arrays import time_values
 from tnpx.data.stations import StationsSampler
@@ -29,7 +29,7 @@ from tnpx.data.stations.grid import GridContext
 
 # The shared fixtures (grid, nc, stations), imported apart so the noqa covers them only.
 # isort: split
-from stations_grid_data import grid_fixture, nc_fixture, stations_fixture  # noqa: F401 (fixtures)
+from tests.helpers.stations_grid_data import grid_fixture, nc_fixture, stations_fixture  # noqa: F401 (fixtures)
 
 
 def in_data_units(sampler, x: torch.Tensor, y: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:

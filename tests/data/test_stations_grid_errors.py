@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
-from stations_grid_data import make_stations, sampler_of
 
+from tests.helpers.stations_grid_data import make_stations, sampler_of
 from tnpx.user_files import DataError
 
 # The shared fixtures (grid, nc, stations), imported apart so the noqa covers them only.
 # isort: split
-from stations_grid_data import grid_fixture, nc_fixture, stations_fixture  # noqa: F401 (fixtures)
+from tests.helpers.stations_grid_data import grid_fixture, nc_fixture, stations_fixture  # noqa: F401 (fixtures)
 
 
 def one_line(err: pytest.ExceptionInfo) -> str:

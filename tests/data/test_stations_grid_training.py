@@ -9,9 +9,9 @@ import json
 import numpy as np
 import pytest
 import torch
-from stations_grid_data import COLUMNS, make_grid, make_stations
 
 import tnpx
+from tests.helpers.stations_grid_data import COLUMNS, make_grid, make_stations
 from tnpx.cli import main
 from tnpx.config import load_config
 from tnpx.data import batch_at, build_sampler
@@ -20,7 +20,7 @@ from tnpx.training.loop import build_train_sampler, fit, validation_ll
 
 # The shared fixtures (grid, nc, stations), imported apart so the noqa covers them only.
 # isort: split
-from stations_grid_data import grid_fixture, nc_fixture, stations_fixture  # noqa: F401 (fixtures)
+from tests.helpers.stations_grid_data import grid_fixture, nc_fixture, stations_fixture  # noqa: F401 (fixtures)
 
 SMALL = {"dim_model": 32, "n_layers": 2, "n_heads": 2, "dim_head": 16, "dim_ff": 32,
          "n_embed_hidden": 1, "n_decoder_hidden": 1}  # fmt: skip

@@ -8,8 +8,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from table_curves import SPLIT_NAMES, columns, curves, key_of, normalised, one_line, task_rows
 
+from tests.helpers.table_curves import (
+    SPLIT_NAMES,
+    columns,
+    curves,
+    key_of,
+    normalised,
+    one_line,
+    task_rows,
+)
 from tnpx.data import batch_at, build_sampler, task_generator
 from tnpx.data.table import TableSampler
 from tnpx.user_files import DataError

@@ -8,8 +8,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from table_curves import SPLIT_NAMES, curves, one_line
 
+from tests.helpers.table_curves import SPLIT_NAMES, curves, one_line
 from tnpx.data import batch_at, build_sampler
 from tnpx.data.table import TableSampler
 from tnpx.user_files import DataError

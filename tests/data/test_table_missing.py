@@ -11,9 +11,9 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from table_curves import columns, curves, normalised, task_rows
 
 import tnpx
+from tests.helpers.table_curves import columns, curves, normalised, task_rows
 from tnpx.batch import Batch, observed_mean, observed_score, output_means
 from tnpx.data import SPLITS, batch_at
 from tnpx.data.stations import StationsSampler

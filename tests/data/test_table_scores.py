@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import pytest
 import torch
-from table_curves import SPLIT_NAMES, curves
 
 import tnpx
-from conftest import ALL_MODELS, small_model
+from tests.helpers.small_models import ALL_MODELS, small_model
+from tests.helpers.table_curves import SPLIT_NAMES, curves
 from tnpx.batch import Batch, target_mean
 from tnpx.data import batch_at, build_sampler, task_generator
 from tnpx.data.table import TableSampler

@@ -17,7 +17,7 @@ import torch
 from torch.testing import assert_close
 
 from experiments.paper_tables import build as kt
-from table_fakes import nll_rows
+from tests.helpers.table_fakes import nll_rows
 from tnpx.config import load_config
 from tnpx.data import batch_at
 from tnpx.evaluation.protocol import build_test_sampler

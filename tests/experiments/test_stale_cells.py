@@ -16,7 +16,7 @@ import tnpx.evaluation.protocol
 from experiments.paper_tables import build as kt
 from experiments.paper_tables import cells
 from experiments.paper_tables import te_ablation as ta
-from table_fakes import fake_cell
+from tests.helpers.table_fakes import fake_cell
 from tnpx.checkpoint import save
 from tnpx.config import TrainConfig, config_to_yaml, load_config
 from tnpx.evaluation.protocol import Metrics

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from experiments.paper_tables import build as kt
-from table_fakes import fake_cell, nll_rows, paper_like, readme, write_cells
+from tests.helpers.table_fakes import fake_cell, nll_rows, paper_like, readme, write_cells
 
 # End to end through the lab's scripts or a subprocess: `make test-slow` (CI runs it).
 pytestmark = pytest.mark.slow

@@ -9,7 +9,7 @@ import pytest
 import torch
 from torch.testing import assert_close
 
-from conftest import make_task, small_model
+from tests.helpers.small_models import make_task, small_model
 from tnpx.models.base import NeuralProcess
 from tnpx.models.registry import REGISTRY
 

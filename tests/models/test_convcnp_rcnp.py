@@ -10,7 +10,7 @@ import torch
 from torch.testing import assert_close
 
 import tnpx
-from conftest import loss_and_grads
+from tests.helpers.small_models import loss_and_grads
 
 PPU = 16  # grid spacing h = 1/16: every dyadic shift below is a multiple of it
 SMALL = {

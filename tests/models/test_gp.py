@@ -10,7 +10,7 @@ import torch
 from torch.testing import assert_close
 
 import tnpx
-from conftest import make_task, predict
+from tests.helpers.small_models import make_task, predict
 from tnpx.batch import Batch
 
 ATOL = 1e-5

@@ -8,7 +8,7 @@ import torch
 from torch.testing import assert_close
 
 import tnpx
-from conftest import make_task, small_model
+from tests.helpers.small_models import make_task, small_model
 from tnpx.batch import Batch
 
 ATOL, RTOL = 1e-5, 1e-4

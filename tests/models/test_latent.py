@@ -12,7 +12,7 @@ from torch.distributions import Normal
 from torch.testing import assert_close
 
 import tnpx
-from conftest import ALL_MODELS, make_task, predict, small_model
+from tests.helpers.small_models import ALL_MODELS, make_task, predict, small_model
 from tnpx.batch import Batch
 from tnpx.distributions import LatentMixture
 from tnpx.models.bootstrap import canonical_order, resample_indices, take

@@ -13,7 +13,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
-from conftest import make_task, predict, small_model
+from tests.helpers.small_models import make_task, predict, small_model
 
 SCALING_MODELS = ["tnp-kr-full", "tnp-kr-fast", "linear-tnp", "hypermix-np"]
 

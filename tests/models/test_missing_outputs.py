@@ -12,14 +12,14 @@ import pytest
 import torch
 
 import tnpx
-from conftest import ALL_MODELS, make_task, small_model
+from tests.helpers.small_models import ALL_MODELS, make_task, small_model
+from tests.helpers.user_tables import CONFIG
 from tnpx.batch import Batch
 from tnpx.cli import main
 from tnpx.config import load_config
 from tnpx.models.registry import REGISTRY, missing_outputs_models
 from tnpx.nn import TokenEmbedder
 from tnpx.training.loop import build_train_sampler, fit, validation_ll
-from user_tables import CONFIG
 
 OPTION_MODELS = missing_outputs_models()
 OTHERS = [n for n in ALL_MODELS if REGISTRY[n].missing_outputs_support() == ""]
@@ -151,7 +151,7 @@ def test_an_all_true_mask_is_no_mask_bit_for_bit(name):
 def test_the_option_adds_only_the_mask_channels(name):
     """The option widens the token MLP's input by ``dim_y`` mask channels and nothing else;
     off, the config records it (earlier checkpoints, without it, load as off:
-    tests/app/test_checkpoint_compat.py)."""
+    tests/checkpoint/test_checkpoint_compat.py)."""
     off = small_model(name, 1, 2).state_dict()
     on = small_model(name, 1, 2, missing_outputs=True).state_dict()
     assert list(off) == list(on)

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 import tnpx
-from conftest import loss_and_grads
+from tests.helpers.small_models import loss_and_grads
 
 SMALL = {"dim_model": 32, "n_layers": 2, "n_heads": 2, "dim_head": 8, "dim_ff": 32}
 TE_VARIANTS = [

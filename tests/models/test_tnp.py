@@ -10,7 +10,7 @@ import torch
 from torch.testing import assert_close
 
 import tnpx
-from conftest import make_task, predict, small_model
+from tests.helpers.small_models import make_task, predict, small_model
 
 ATOL = 1e-5
 RTOL = 1e-4

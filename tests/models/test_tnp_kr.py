@@ -18,7 +18,7 @@ import torch.nn.functional as F
 from torch.testing import assert_close
 
 import tnpx
-from conftest import make_task, predict, small_model
+from tests.helpers.small_models import make_task, predict, small_model
 
 
 def count(module) -> int:

@@ -10,7 +10,7 @@ from torch.distributions import MultivariateNormal, Normal
 from torch.testing import assert_close
 
 import tnpx
-from conftest import make_task, predict, small_model
+from tests.helpers.small_models import make_task, predict, small_model
 from tnpx.batch import Batch
 from tnpx.distributions import JointGaussian
 

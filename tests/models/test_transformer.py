@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import tnpx
-from conftest import small_model
+from tests.helpers.small_models import small_model
 from tnpx.models.registry import REGISTRY, hyper_names
 from tnpx.models.transformer import TransformerHyper, TransformerNP
 from tnpx.nn import TokenEmbedder

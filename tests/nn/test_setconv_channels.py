@@ -9,7 +9,7 @@ from torch.func import functional_call
 from torch.testing import assert_close
 
 import tnpx
-from reference_ops import masked_task, randomise
+from tests.helpers.reference_ops import masked_task, randomise
 from tnpx.nn import SetConvFromGrid
 from tnpx.nn.setconv import rbf_axis_weights
 from tnpx.nn.setconv_channels import _blocks, channel_rbf_sum

@@ -1,0 +1,49 @@
+"""tnpx.input_checks: the messages of input validation at the model boundary, ``validate_inputs``
+itself, and the error types. The per-model cases (every bad input is a ``ValueError`` that names
+the argument and what was received, for every registered model) are in
+``tests/contract/test_contract_validation.py``."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import tnpx
+from tests.helpers.small_models import predict, small_model
+from tests.helpers.valid_inputs import DX, DY, NC, B, good
+from tnpx.input_checks import validate_inputs
+
+
+def test_shape_errors_state_the_expected_shape():
+    model = small_model("cnp", DX, DY)
+    args = good()
+    with pytest.raises(ValueError) as err:
+        model(args["xc"], torch.randn(B, NC, 3), args["xt"])
+    assert f"[{B}, {NC}, {DY}]" in str(err.value)  # expected
+    assert f"[{B}, {NC}, 3]" in str(err.value)  # received
+
+
+def test_float64_model_accepts_float64_inputs():
+    model = small_model("tnp", DX, DY).double()
+    args = good()
+    pred = predict(model, args["xc"].double(), args["yc"].double(), args["xt"].double())
+    assert pred.mean.dtype == torch.float64
+    with pytest.raises(ValueError, match="float32"):
+        model(args["xc"], args["yc"], args["xt"])
+
+
+def test_validate_inputs_zeroes_masked_entries():
+    args = good()
+    xc, yc = args["xc"].clone(), args["yc"].clone()
+    xc[1, 2] = float("nan")
+    yc[1, 2] = float("inf")
+    mask = torch.ones(B, NC, dtype=torch.bool)
+    mask[1, 2] = False
+    xc2, yc2, xt2, mask2 = validate_inputs(xc, yc, args["xt"], mask, DX, DY, torch.float32, None)
+    assert (xc2[1, 2] == 0).all() and (yc2[1, 2] == 0).all()
+    torch.testing.assert_close(xc2[0], xc[0])
+    assert mask2 is mask and xt2 is args["xt"]
+
+
+def test_checkpoint_error_is_a_value_error():
+    assert issubclass(tnpx.CheckpointError, ValueError)
