@@ -5,14 +5,30 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, fields, replace
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import torch
 
 from .kernels import canonical_kernel
 
-if TYPE_CHECKING:  # pragma: no cover  (data imports gp: the config is read, never imported)
-    from ..data.synthetic.gp import GPConfig
+
+class GPPrior(Protocol):
+    """What the grid reads of a GP prior: the fields of ``tnpx.data.synthetic.gp.GPConfig``
+    (named here, not imported: ``data/`` imports ``gp/``, so the arrow may not run back up)."""
+
+    dim_x: int
+    kernels: list[str]
+    lengthscale_prior: str
+    lengthscale_a: float
+    lengthscale_b: float
+    period_prior: str
+    period_min: float
+    period_max: float
+    noise_prior: str
+    noise_ctx: float
+    noise_tgt: float
+    noise_range: list[float]
+    variance: float
 
 
 @dataclass(frozen=True)
@@ -59,7 +75,7 @@ class HyperGrid:
     tolerance: float = 1e-3
 
     @classmethod
-    def from_config(cls, config: GPConfig, n_noise: int = 64, **options) -> HyperGrid:
+    def from_config(cls, config: GPPrior, n_noise: int = 64, **options) -> HyperGrid:
         """The grid of ``config``'s prior (``options``: ``n_lengthscale``, ``n_period``,
         ``refinements``, ``keep``, ``max_split``, ``tolerance``).
 
