@@ -24,6 +24,8 @@ def _literal_names(tree: ast.Module) -> set[str] | None:
             for target in node.targets:
                 if isinstance(target, ast.Name):
                     values[target.id] = node.value
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value:
+            values[node.target.id] = node.value
     value = values.get("__all__")
     if value is None:
         return None
