@@ -78,8 +78,8 @@ def command_line() -> str:
 
 
 __all__ = [
-    "cpu_name",
     "command_line",
+    "cpu_name",
     "git_commit",
     "hardware",
 ]
