@@ -131,7 +131,7 @@ def _compiled_forward(model, xc, yc, xt, mode):
     """The plain forward through :func:`tnpx.compile_for_inference` (``mode``: a
     ``torch.compile`` mode, or ``True`` for the device's default) and the compiled model
     (its ``fallback_reason`` says whether compiled code ran)."""
-    from tnpx.apply.compiled import compile_for_inference
+    from tnpx.apply import compile_for_inference
 
     compiled = compile_for_inference(model, mode=mode if isinstance(mode, str) else None)
     return (lambda: compiled(xc, yc, xt)), compiled

@@ -25,7 +25,7 @@ import torch
 
 import tnpx.gp.kernels as kernels_module
 from benchmarks.harness import write_results
-from tnpx.config.experiment import load_config
+from tnpx.config import load_config
 from tnpx.data import batch_at, build_sampler
 from tnpx.provenance import command_line, git_commit, hardware
 

@@ -18,8 +18,8 @@ import tnpx
 from benchmarks.joint_samples import correlation_error, ll_gap, mean_se, oracle_for, rel_error
 from tnpx.config import load_config
 from tnpx.data import batch_at
-from tnpx.evaluation.protocol import build_test_sampler
-from tnpx.training.loop import train_or_load
+from tnpx.evaluation import build_test_sampler
+from tnpx.training import train_or_load
 
 KR1 = "configs/kr1-rbf-tnpx-budget.yaml"
 MODELS = ("tnp", "inc-tnp")

@@ -28,8 +28,11 @@ import torch
 
 import tnpx
 from benchmarks.harness import write_results
-from tnpx.models.registry import REGISTRY, options_taken
-from tnpx.models.sizes import SMALL_SIZES  # the test suite's small sizes
+from tnpx.models import (
+    REGISTRY,
+    SMALL_SIZES,  # the test suite's small sizes
+    options_taken,
+)
 from tnpx.provenance import command_line
 
 PATTERNS = ("shifted", "opposite", "far-target", "big-y")

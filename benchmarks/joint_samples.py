@@ -32,7 +32,7 @@ import torch
 import tnpx
 from tnpx.config import load_config
 from tnpx.data import batch_at, build_sampler
-from tnpx.gp.kernels import KERNELS
+from tnpx.gp import KERNELS
 from tnpx.provenance import command_line, git_commit, hardware
 
 MODELS = ["gp1d-tnp", "gp1d-te-tnp"]

@@ -122,7 +122,7 @@ def check_settings(settings: Settings) -> None:
 
 def model_options(model: str) -> dict:
     """The ``KR_SIZES`` options that ``model`` takes."""
-    from tnpx.models.registry import options_taken
+    from tnpx.models import options_taken
 
     return options_taken(model, KR_SIZES)
 
@@ -130,7 +130,7 @@ def model_options(model: str) -> dict:
 def stream_for(model: str, stream: int | None) -> int | None:
     """The chunk size used for ``model``: none for a model that cannot stream (its targets
     interact or its prediction is joint, see ``NeuralProcess.streamable``)."""
-    from tnpx.models.registry import REGISTRY
+    from tnpx.models import REGISTRY
 
     return stream if REGISTRY[model].streamable() else None
 

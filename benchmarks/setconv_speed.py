@@ -27,7 +27,7 @@ from tnpx.config import load_config
 from tnpx.data import batch_at
 from tnpx.models import build_model
 from tnpx.provenance import command_line, git_commit, hardware
-from tnpx.training.loop import build_train_sampler
+from tnpx.training import build_train_sampler
 
 CONFIG = "configs/kr1-rbf.yaml"
 VARIANTS = ("fused", "einsum")

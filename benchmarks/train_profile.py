@@ -24,10 +24,16 @@ from tnpx.config import load_config
 from tnpx.data import batch_at
 from tnpx.models import build_model
 from tnpx.provenance import command_line, git_commit, hardware
-from tnpx.training.batches import BatchStream
-from tnpx.training.guard import all_finite
-from tnpx.training.loop import build_train_sampler, validation_ll
-from tnpx.training.optim import build_optimizer, build_schedule, clip_gradients, parameter_groups
+from tnpx.training import (
+    BatchStream,
+    all_finite,
+    build_optimizer,
+    build_schedule,
+    build_train_sampler,
+    clip_gradients,
+    parameter_groups,
+    validation_ll,
+)
 
 PHASES = ("sample", "forward", "backward", "clip + optimiser", "guard")
 

@@ -20,7 +20,7 @@ import torch
 import tnpx
 from benchmarks.harness import train_step_ms, write_results
 from tnpx.config import load_config
-from tnpx.models.registry import options_taken
+from tnpx.models import options_taken
 from tnpx.provenance import command_line, git_commit, hardware
 
 BATCH, N_CTX, N_TGT = 16, 32, 128

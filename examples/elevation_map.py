@@ -40,7 +40,7 @@ import tnpx
 from experiments.zero_shot.field_data import load_field
 from experiments.zero_shot.fitted_gp import fit_field_gp
 from experiments.zero_shot.scoring import score
-from tnpx.plot.map import plot_prediction_map
+from tnpx.plot import plot_prediction_map
 from tnpx.provenance import command_line, git_commit, hardware
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -33,8 +33,7 @@ from tnpx.config import ExperimentConfig
 from tnpx.data import GridSampler, batch_at
 from tnpx.extras import pyplot, require
 from tnpx.models import NeuralProcess, build_model
-from tnpx.plot import save_figure
-from tnpx.plot.grid import window_maps
+from tnpx.plot import save_figure, window_maps
 
 FIGURE_CONTEXT = 0.1  # the figure's windows: a tenth of their points as context (32 of 320)
 HOURS_PER_YEAR = 360 * 24  # the grid source's times: hours since 1970 of the 360-day calendar

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tnpx.config import ExperimentConfig
-from tnpx.evaluation.user_tasks import TaskMetrics, format_task_table
+from tnpx.evaluation import TaskMetrics, format_task_table
 
 if TYPE_CHECKING:  # pragma: no cover
     from examples.runner import Example

@@ -47,10 +47,10 @@ from tnpx.batch import Batch
 from tnpx.checkpoint import load, read_checkpoint
 from tnpx.config import ExperimentConfig, config_to_yaml, load_config
 from tnpx.data import SAMPLERS, TaskSampler, batch_at
-from tnpx.evaluation.protocol import build_test_sampler
-from tnpx.evaluation.user_tasks import (
+from tnpx.evaluation import (
     BASELINES,
     TaskMetrics,
+    build_test_sampler,
     evaluate_tasks,
     format_task_table,
     per_task,
@@ -59,7 +59,7 @@ from tnpx.evaluation.user_tasks import (
 from tnpx.models import NeuralProcess, build_model
 from tnpx.plot import plot_1d_tasks
 from tnpx.provenance import command_line, git_commit, hardware
-from tnpx.training.loop import fit
+from tnpx.training import fit
 
 # --quick: every step of the full run, in seconds; nothing here is to be read as a result.
 QUICK_OVERRIDES = [

@@ -16,12 +16,12 @@ from pathlib import Path
 import torch
 
 from tnpx.batch import Batch
-from tnpx.gp import average as average_rule
-from tnpx.gp import hyper_grid as grid_rule
-from tnpx.gp.average import HyperGrid, average_log_likelihood
+from tnpx.gp import HyperGrid, average_log_likelihood
 from tnpx.output_files import atomic_write
 
 CACHE = "bayes-average.pt"  # in experiments.bayes.reference's --out, beside the report
+# The rule's modules, whose source is part of each key: tnpx.gp.average and tnpx.gp.hyper_grid.
+RULE_MODULES = (inspect.getmodule(average_log_likelihood), inspect.getmodule(HyperGrid))
 
 
 def rule_text(hyper_grid: HyperGrid) -> str:
@@ -60,6 +60,7 @@ class AverageCache:
 
     @staticmethod
     def key(batch: Batch, hyper_grid: HyperGrid) -> str:
+        average_rule, grid_rule = RULE_MODULES
         digest = hashlib.sha256(inspect.getsource(average_rule).encode())
         digest.update(inspect.getsource(grid_rule).encode())
         digest.update(rule_text(hyper_grid).encode())

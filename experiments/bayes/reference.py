@@ -41,8 +41,8 @@ from experiments.zoo.score import KERNELS, ROOT, single_kernel_sampler
 from tnpx.checkpoint import load
 from tnpx.config import ExperimentConfig, load_config
 from tnpx.data import TaskSampler, batch_at
-from tnpx.evaluation.protocol import mean_se
-from tnpx.gp.average import HyperGrid
+from tnpx.evaluation import mean_se
+from tnpx.gp import HyperGrid
 from tnpx.models import build_model
 from tnpx.provenance import command_line, git_commit, hardware
 from tnpx.zoo import list_pretrained, pretrained

@@ -26,7 +26,7 @@ from experiments.bo.benchmark import (
     load_cells,
 )
 from experiments.bo.report import write_report
-from tnpx.bo.loop import (
+from tnpx.bo import (
     BOTask,
     FittedGP,
     NeuralSurrogate,
@@ -38,7 +38,7 @@ from tnpx.bo.loop import (
 from tnpx.config import load_config
 from tnpx.data import batch_at, build_sampler
 from tnpx.extras import require
-from tnpx.gp.kernels import KERNELS
+from tnpx.gp import KERNELS
 from tnpx.provenance import command_line, git_commit, hardware
 
 

@@ -43,10 +43,10 @@ from experiments.paper_tables.kr_exact import (
 )
 from tnpx.config import load_config
 from tnpx.data import batch_at, build_sampler
-from tnpx.evaluation.protocol import cached_evaluate
+from tnpx.evaluation import cached_evaluate
 from tnpx.models import build_model
 from tnpx.provenance import command_line, git_commit, hardware
-from tnpx.training.runs import read_metrics
+from tnpx.training import read_metrics
 
 KR1_EXACT_CELLS = FOLDER.parent / "results" / "kr1-exact" / "cells"
 PROTOCOL_STEPS = 100_000  # batches of PROTOCOL_BATCH: the goal is a quarter of it

@@ -21,10 +21,10 @@ from experiments.paper_tables.specs import (
 )
 from experiments.paper_tables.staleness import settings
 from tnpx.config import ExperimentConfig, load_config
-from tnpx.evaluation.protocol import Metrics, build_test_sampler, evaluate
+from tnpx.evaluation import Metrics, build_test_sampler, evaluate
 from tnpx.models import build_model
 from tnpx.provenance import hardware
-from tnpx.training.loop import resolve_device, train_or_load
+from tnpx.training import resolve_device, train_or_load
 
 
 @dataclass

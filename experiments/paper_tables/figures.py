@@ -8,7 +8,7 @@ from pathlib import Path
 from experiments.paper_tables.cells import cell_config, trained
 from experiments.paper_tables.specs import REFERENCE, TableSpec
 from tnpx.checkpoint import load
-from tnpx.evaluation.protocol import build_test_sampler
+from tnpx.evaluation import build_test_sampler
 from tnpx.plot import plot_image_comparison
 
 N_TASKS = 3  # rows of a figure

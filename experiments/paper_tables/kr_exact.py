@@ -27,9 +27,9 @@ from pathlib import Path
 from experiments.kit import pm
 from experiments.long_runs.driver import RUNS
 from tnpx.config import load_config
-from tnpx.evaluation.protocol import cached_evaluate
+from tnpx.evaluation import cached_evaluate
 from tnpx.provenance import command_line, git_commit, hardware
-from tnpx.training.runs import RunStatus, run_status
+from tnpx.training import RunStatus, run_status
 
 ROOT = Path(__file__).resolve().parents[2]
 KERNEL_NAMES = {"rbf": "RBF", "matern32": "Matérn-3/2", "periodic": "periodic"}

@@ -15,8 +15,8 @@ from omegaconf import OmegaConf
 from experiments.paper_tables.specs import ORACLE, is_trained
 from tnpx.checkpoint import read_checkpoint
 from tnpx.config import ExperimentConfig, config_to_yaml, load_config
-from tnpx.models.registry import PRESETS, resolve_hyper
-from tnpx.training.state import run_files
+from tnpx.models import PRESETS, resolve_hyper
+from tnpx.training import run_files
 
 # Config keys that do not change a cell's numbers whatever their value (so a cached cell stays
 # valid without them).

@@ -17,9 +17,9 @@ import json
 from pathlib import Path
 
 from tnpx.config import load_config
-from tnpx.evaluation.protocol import Metrics, cached_evaluate
+from tnpx.evaluation import Metrics, cached_evaluate
 from tnpx.provenance import command_line, git_commit, hardware
-from tnpx.training.loop import train_or_load
+from tnpx.training import train_or_load
 
 SHIFTS = [0.0, 0.2, 0.4, 0.6, 0.8, 1.0]
 MODELS = ["tnp", "pt-tnp-ist", "te-tnp", "te-pt-tnp", "te-tnp-rope"]

@@ -22,9 +22,9 @@ from experiments.long_runs.driver import ROOT, RUNS, TE1_MODELS
 from experiments.paper_tables.kr_exact import curve
 from experiments.paper_tables.te1 import PAPER, SHIFTS
 from tnpx.config import load_config
-from tnpx.evaluation.protocol import Metrics, cached_evaluate
+from tnpx.evaluation import Metrics, cached_evaluate
 from tnpx.provenance import command_line, git_commit, hardware
-from tnpx.training.runs import RunStatus, run_status
+from tnpx.training import RunStatus, run_status
 
 # The test s.e. reported: over test batches (a batch of the TE-1 sampler shares its context size,
 # so its 16 tasks are not independent draws of the test distribution).

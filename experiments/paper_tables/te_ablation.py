@@ -25,9 +25,9 @@ from experiments.kit import pm
 from experiments.paper_tables.staleness import as_json_values, run_stale_reason, settings
 from experiments.paper_tables.table_spec import ROOT
 from tnpx.config import ExperimentConfig, load_config
-from tnpx.evaluation.protocol import Metrics, cached_evaluate
+from tnpx.evaluation import Metrics, cached_evaluate
 from tnpx.provenance import command_line, git_commit, hardware
-from tnpx.training.loop import train_or_load
+from tnpx.training import train_or_load
 
 VARIANTS = {  # label -> config stem
     "TE-PT-TNP (input adjustment)": "te-ablation-input-adjustment",

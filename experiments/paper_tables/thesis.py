@@ -16,9 +16,9 @@ from pathlib import Path
 
 from experiments.kit import pm
 from tnpx.config import load_config
-from tnpx.evaluation.protocol import Metrics, cached_evaluate
+from tnpx.evaluation import Metrics, cached_evaluate
 from tnpx.provenance import command_line, git_commit, hardware
-from tnpx.training.loop import train_or_load
+from tnpx.training import train_or_load
 
 # section -> (title, thesis finding, rows: label -> config stem, tests: label -> data overrides)
 SECTIONS = {

@@ -12,7 +12,7 @@ import numpy as np
 
 from experiments.kit import paired_mean_se, pm_units
 from experiments.zero_shot.series_report import GP, named_models
-from tnpx.data.synthetic.gp2d_composite import GP2DCompositeConfig
+from tnpx.data.synthetic import GP2DCompositeConfig
 from tnpx.provenance import command_line, git_commit, hardware
 
 

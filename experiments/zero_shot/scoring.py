@@ -19,7 +19,7 @@ import pandas as pd
 import tnpx
 from experiments.kit import mean_se
 from experiments.zero_shot.series_report import GP
-from tnpx.apply.predict import resolve_model
+from tnpx.apply import resolve_model
 
 NP_REPEATS = 5  # timed tnpx.predict calls per context (median)
 

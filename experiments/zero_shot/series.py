@@ -42,7 +42,7 @@ import torch
 from experiments.zero_shot.fitted_gp import fit_series_gp
 from experiments.zero_shot.scoring import ZeroShot, load_models, save_run, score_context, summarise
 from experiments.zero_shot.series_report import KINDS, plot_splits, write_report
-from tnpx.data.synthetic.real_series import SERIES, RealSeries, load_series
+from tnpx.data.synthetic import SERIES, RealSeries, load_series
 from tnpx.provenance import command_line, git_commit, hardware
 
 WINDOW = 100  # points in a split's window (at most): the zoo saw 1-100 context points

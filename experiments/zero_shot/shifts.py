@@ -51,7 +51,7 @@ from tnpx.batch import Batch, observed_mean
 from tnpx.checkpoint import experiment_from_record, model_from_record, read_checkpoint
 from tnpx.config import ExperimentConfig
 from tnpx.data import batch_at
-from tnpx.evaluation.protocol import Z95, build_test_sampler, mean_se
+from tnpx.evaluation import Z95, build_test_sampler, mean_se
 from tnpx.models import NeuralProcess, build_model
 from tnpx.zoo import checkpoint_file
 

@@ -22,7 +22,7 @@ import torch
 from experiments.kit import pm
 from experiments.zoo.score import prior_sampler
 from tnpx.data import batch_at
-from tnpx.evaluation.protocol import mean_se
+from tnpx.evaluation import mean_se
 from tnpx.models import build_model
 from tnpx.provenance import command_line, git_commit, hardware
 from tnpx.zoo import list_pretrained, pretrained

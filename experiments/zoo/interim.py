@@ -13,8 +13,7 @@ from experiments.long_runs.driver import FOLDER as LONG_RUNS
 from experiments.zoo.score import KERNELS, ROOT, score
 from experiments.zoo.ship import COMPOSITE_MODELS, TARGET_GAP, repo_relative, shipped_run
 from tnpx.checkpoint import load
-from tnpx.training.runs import run_status
-from tnpx.training.state import last_checkpoint
+from tnpx.training import last_checkpoint, run_status
 
 INTERIM_BATCHES = 8  # 128 tasks per prior (32 per kernel): a progress check, not a result
 BAYES_REFERENCE = ROOT / "results" / "pretrained" / "bayes-reference.json"  # bayes/reference.py

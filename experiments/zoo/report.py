@@ -40,8 +40,7 @@ from experiments.zoo.ship import (
     shipped_run,
 )
 from tnpx.checkpoint import load
-from tnpx.training.runs import run_status
-from tnpx.training.state import last_checkpoint
+from tnpx.training import last_checkpoint, run_status
 from tnpx.zoo import trained_on_composite
 
 REPORT = "zoo"  # results/pretrained/zoo.{md,json,png}

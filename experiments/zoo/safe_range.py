@@ -23,9 +23,9 @@ from pathlib import Path
 
 import torch
 
-from tnpx.apply.predict import training_domain
+from tnpx.apply import training_domain
 from tnpx.checkpoint import load
-from tnpx.evaluation.extrapolation import (
+from tnpx.evaluation import (
     DEFAULT_EDGES,
     distance_profile,
     prior_profile_sampler,
@@ -33,7 +33,7 @@ from tnpx.evaluation.extrapolation import (
     safe_range,
 )
 from tnpx.provenance import command_line, git_commit, hardware
-from tnpx.training.state import experiment_of
+from tnpx.training import experiment_of
 
 ZOO = Path("src/tnpx/zoo")
 BATCHES = 32  # 512 tasks of batch 16, ~100,000 targets: ~0.01 s.e. on each bin's coverage

@@ -29,10 +29,10 @@ from pathlib import Path
 from tnpx.checkpoint import load
 from tnpx.config import ExperimentConfig, load_config
 from tnpx.data import TaskSampler, build_sampler
-from tnpx.data.synthetic.gp_composite import single_kernel_options
-from tnpx.evaluation.protocol import Metrics, build_test_sampler, evaluate
+from tnpx.data.synthetic import single_kernel_options
+from tnpx.evaluation import Metrics, build_test_sampler, evaluate
 from tnpx.models import NeuralProcess
-from tnpx.training.state import experiment_of
+from tnpx.training import experiment_of
 
 ROOT = Path(__file__).resolve().parents[2]
 KERNELS = ["rbf", "matern12", "matern32", "matern52", "periodic"]

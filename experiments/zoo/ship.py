@@ -35,11 +35,10 @@ from experiments.zoo.score import FULL_KEYS, ROOT, _entry, experiment, score
 from experiments.zoo.scored import scored_summary
 from tnpx.checkpoint import atomic_save, load, read_checkpoint
 from tnpx.config import ExperimentConfig, load_config
-from tnpx.data.synthetic.gp_composite import CompositeGPConfig
-from tnpx.evaluation.protocol import build_test_sampler, evaluate
+from tnpx.data.synthetic import CompositeGPConfig
+from tnpx.evaluation import build_test_sampler, evaluate
 from tnpx.provenance import hardware
-from tnpx.training.runs import RunStatus, run_status
-from tnpx.training.state import last_checkpoint
+from tnpx.training import RunStatus, last_checkpoint, run_status
 
 COMPOSITE_MODELS = ["gp1d-v2-tnp", "gp1d-v2-te-tnp-rope"]  # zoo names (their long runs: STAGES)
 WIDE_MODELS = ["gp1d-v3-tnp", "gp1d-v3-te-tnp-rope"]

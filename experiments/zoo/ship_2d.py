@@ -29,8 +29,8 @@ from pathlib import Path
 from experiments.kit import pm_key
 from experiments.zoo.scored import scored_summary
 from tnpx.config import ExperimentConfig, load_config
-from tnpx.data.synthetic.gp2d_composite import GP2DCompositeConfig
-from tnpx.evaluation.extrapolation import PRIOR_2D as PRIOR
+from tnpx.data.synthetic import GP2DCompositeConfig
+from tnpx.evaluation import PRIOR_2D as PRIOR
 
 
 def is_2d(folder: Path, config: str | None = None) -> bool:

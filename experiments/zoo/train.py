@@ -34,10 +34,10 @@ from experiments.kit import pm_key
 from experiments.zoo import interim, ship, ship_2d
 from experiments.zoo.score import KERNELS, score
 from tnpx.config import load_config
-from tnpx.evaluation.protocol import build_test_sampler, evaluate
+from tnpx.evaluation import build_test_sampler, evaluate
 from tnpx.plot import plot_1d_tasks
 from tnpx.provenance import command_line, git_commit, hardware
-from tnpx.training.loop import train_or_load
+from tnpx.training import train_or_load
 
 MODELS = {
     "gp1d-tnp": "configs/pretrained-gp1d-tnp.yaml",

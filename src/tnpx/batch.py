@@ -167,3 +167,14 @@ def check_mask(mask, shape: tuple[int, ...], name: str) -> None:
         raise ValueError(f"{name}: expected a bool tensor of shape [{want}], got {got}")
     if tuple(mask.shape) != shape:
         raise ValueError(f"{name}: expected shape [{want}], got {list(mask.shape)}")
+
+
+__all__ = [
+    "Batch",
+    "check_mask",
+    "observed_mean",
+    "observed_score",
+    "output_means",
+    "partly_missing",
+    "target_mean",
+]

@@ -59,3 +59,11 @@ def names_on_first_use(package: str, homes: dict[str, str]):
         raise AttributeError(f"module {package!r} has no attribute {name!r}")
 
     return __getattr__
+
+
+__all__ = [
+    "MissingExtraError",
+    "names_on_first_use",
+    "pyplot",
+    "require",
+]

@@ -142,3 +142,12 @@ def check_option(name: str, value: object, options: Iterable[str]) -> None:
     options = tuple(options)
     if value not in options:
         raise ValueError(f"{name} must be one of {list(options)}, got {value!r}")
+
+
+__all__ = [
+    "check_magnitude",
+    "check_option",
+    "check_tensor",
+    "max_abs_input",
+    "validate_inputs",
+]

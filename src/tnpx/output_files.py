@@ -64,3 +64,10 @@ def _reserve(path: Path) -> Path:
         except FileExistsError:
             continue
         return tmp
+
+
+__all__ = [
+    "atomic_write",
+    "refuse_overwriting",
+    "same_file",
+]

@@ -75,3 +75,11 @@ def command_line() -> str:
     elif argv and argv[0].endswith(".py"):
         argv = ["python", os.path.relpath(argv[0])] + argv[1:]
     return " ".join(shlex.quote(a) for a in argv)
+
+
+__all__ = [
+    "command_line",
+    "cpu_name",
+    "git_commit",
+    "hardware",
+]

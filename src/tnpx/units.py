@@ -160,3 +160,14 @@ def in_user_units(pred: Distribution, y: Affine, dtype: torch.dtype) -> Distribu
         diag = scaled(pred.cov_diag, flat[:, 0].square())
         return JointGaussian.low_rank(mean(pred.loc), scaled(pred.cov_factor, flat), diag)
     raise TypeError(f"cannot map a {type(pred).__name__} prediction into the user's units")
+
+
+__all__ = [
+    "Affine",
+    "UnitMap",
+    "box_pairs",
+    "in_user_units",
+    "no_spread",
+    "range_onto_box",
+    "standardising",
+]

@@ -2,6 +2,8 @@
 has no experiment tooling: no ``experiments`` subpackage and no import of the lab. The lab
 (``experiments/``, ``benchmarks/``) uses tnpx as an installed package: no ``sys.path`` edits, no
 imports from ``tests/``, and only tnpx's public API (no module or name that starts with ``_``).
+The lab and ``examples/`` import from tnpx only names in an ``__all__``: of ``tnpx``, of a
+sub-package or of a top-level primitive module (issue 49, item 3; :mod:`tests.helpers.public_api`).
 Sources are parsed, not imported; the last test runs every lab command's ``--help``."""
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.public_api import api_problems
+
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "src" / "tnpx"
 LAB = ("experiments", "benchmarks")
@@ -21,6 +25,11 @@ LAB = ("experiments", "benchmarks")
 TEST_MODULES = {"tests"} | {path.stem for path in (ROOT / "tests").glob("*.py")} - {"__init__"}
 # Lab modules run as `python -m NAME` by other lab code, not by a person: no --help.
 WORKERS = {"benchmarks.bench"}
+# Deep modules a lab module may import whole, and why: none may import their names.
+DEEP_MODULES = {
+    # times tnpx.gp.kernels' kernel_matrix against its old form by swapping it in the module
+    "benchmarks.gp_sampling": frozenset({"tnpx.gp.kernels"}),
+}
 
 
 def module_name(path: Path, root: Path) -> str:
@@ -194,6 +203,62 @@ def test_the_library_check_ignores_look_alikes():
     )
     assert not library_problems("from ..bo import loop\nfrom . import models", "tnpx.data.gp")
     assert not library_problems("from .experiments import bench", "tnpx.bo.loop")  # tnpx.bo.*
+
+
+def api_users() -> list[Path]:
+    """The lab's modules and the examples: code that uses tnpx as a user would."""
+    return lab_modules() + modules(ROOT / "examples")
+
+
+def test_the_lab_and_examples_import_only_public_names():
+    users = api_users()
+    assert ROOT / "examples" / "runner.py" in users and ROOT / "benchmarks" / "bench.py" in users
+    found = {}
+    for path in users:
+        allowed = DEEP_MODULES.get(module_name(path, ROOT), frozenset())
+        if hits := api_problems(path.read_text(), allowed):
+            found[path.relative_to(ROOT).as_posix()] = hits
+    assert not found, f"the lab imports names outside an __all__: {found}"
+
+
+@pytest.mark.parametrize(
+    "source, problem",
+    [
+        ("from tnpx.training.loop import fit", "tnpx.training.loop is a module inside a package"),
+        ("import tnpx.plot.grid", "tnpx.plot.grid is a module inside a package"),
+        ("def f():\n    from tnpx.bo.loop import run_bo\n", "tnpx.bo.loop is a module inside"),
+        ("from tnpx.training import claim_run_folder", "claim_run_folder is not in tnpx.training"),
+        ("from tnpx.gp import average", "average is not in tnpx.gp.__all__"),
+        ("from tnpx import gp_average", "gp_average is not in tnpx.__all__"),
+        ("from tnpx.provenance import NOT_CODE", "NOT_CODE is not in tnpx.provenance.__all__"),
+        ("from tnpx.nowhere import x", "tnpx.nowhere is no tnpx module"),
+        ("import tnpx.gp.kernels as k", "tnpx.gp.kernels is a module inside a package"),
+    ],
+)
+def test_the_api_check_sees_every_form(source, problem):
+    (found,) = api_problems(source)
+    assert problem in found
+
+
+def test_the_api_check_needs_an_all(tmp_path):
+    (tmp_path / "room").mkdir()
+    (tmp_path / "room" / "__init__.py").write_text('"""A room."""\n')
+    (tmp_path / "drawn.py").write_text('_HOMES = {"a": "m"}\n__all__ = sorted(_HOMES)\n')
+    (found,) = api_problems("from tnpx.room import x", package=tmp_path)
+    assert "tnpx.room defines no __all__" in found
+    assert api_problems("from tnpx.drawn import a\nimport tnpx.drawn", package=tmp_path) == []
+    assert "b is not in" in api_problems("from tnpx.drawn import b", package=tmp_path)[0]
+
+
+def test_the_api_check_allows_public_names_and_named_deep_modules():
+    source = (
+        "import tnpx\nimport tnpx.training\nfrom tnpx import load, train\n"
+        "from tnpx.training import fit\nfrom tnpx.bo import run_bo\n"
+        "from tnpx.provenance import git_commit\nfrom tnpx.data.synthetic import GPConfig\n"
+        "from . import specs\nfrom experiments.bo import run\nimport os\n"
+    )
+    assert api_problems(source) == []
+    assert api_problems("import tnpx.gp.kernels", frozenset({"tnpx.gp.kernels"})) == []
 
 
 def lab_commands() -> list[str]:

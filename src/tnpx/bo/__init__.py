@@ -4,7 +4,8 @@
   acquisition functions and optimisers run on it unchanged.
 - :func:`make_acquisition`: BoTorch acquisitions by name, set up for minimisation.
 - :func:`run_bo`: the KR-2 loop over a task's candidate locations; surrogates
-  :class:`NeuralSurrogate`, :class:`OracleGP`, :class:`FittedGP`, :class:`RandomSearch`.
+  :class:`NeuralSurrogate`, :class:`OracleGP`, :class:`FittedGP`, :class:`RandomSearch` (each a
+  :class:`Surrogate`, the protocol a surrogate of your own follows).
 - :func:`suggest`: the next point(s) to evaluate given a user's observations.
 
 Names are imported on first use, so ``tnpx`` (and its command line) starts without BoTorch.
@@ -28,6 +29,7 @@ _WHERE = {
     "NeuralSurrogate": "loop",
     "OracleGP": "loop",
     "RandomSearch": "loop",
+    "Surrogate": "loop",
     "run_bo": "loop",
     "NPSurrogate": "surrogate",
     "suggest": "suggestion",

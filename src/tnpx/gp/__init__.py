@@ -8,6 +8,30 @@
 - :mod:`.batch_gp`: the GPyTorch batch of exact, masked GPs behind the fitted GP baselines
   ``gp`` / ``mt-gp`` (registered in :mod:`tnpx.models.gp_fit`); needs the ``gp`` extra.
 
-The room imports no other room at run time (the data priors and models import it), and this
-``__init__`` imports nothing, so a module of it pays for no other.
+The room imports no other room at run time (the data priors and models import it). Its public
+names (``__all__``: ``from tnpx.gp import KERNELS, HyperGrid, average_log_likelihood``) are
+imported from their module on first use, so a module of it pays for no other.
 """
+
+from __future__ import annotations
+
+from ..extras import names_on_first_use
+
+# public name -> the module of this package that defines it
+_HOMES = {
+    "ALL_KERNELS": "kernels",
+    "GPPrior": "hyper_grid",
+    "HyperGrid": "hyper_grid",
+    "KERNELS": "kernels",
+    "TREND_KERNELS": "kernels",
+    "anisotropic_kernel_matrix": "kernels_anisotropic",
+    "average_log_likelihood": "average",
+    "canonical_kernel": "kernels",
+    "joint_draw": "prior",
+    "kernel_matrix": "kernels",
+    "kernel_matrix_mixed": "kernels",
+    "kernel_matrix_sum": "kernels",
+}
+
+__all__ = sorted(_HOMES)
+__getattr__ = names_on_first_use(__name__, _HOMES)

@@ -161,3 +161,17 @@ def describe() -> str:
         *(f"- {name}: {c['trained_on']}" for name, c in cards.items()),
     ]
     return "\n".join(lines)
+
+
+__all__ = [
+    "EXTRA_FOLDERS",
+    "card_of_checkpoint",
+    "checkpoint_file",
+    "describe",
+    "list_pretrained",
+    "model_card",
+    "pretrained",
+    "pretrained_path",
+    "trained_on_composite",
+    "zoo_folders",
+]

@@ -295,3 +295,10 @@ def _check_windows(data: GridData, windows: dict[str, Windows], window) -> None:
             f"{data.name}: {sum(excluded.values())} of {total} {shape} windows hold a missing "
             f"value of {outputs} and are never drawn ({counts})"
         )
+
+
+__all__ = [
+    "GridConfig",
+    "GridSampler",
+    "context_range",
+]

@@ -302,3 +302,9 @@ def station_side(sampler: StationsSampler, frame) -> StationSide:
     x_map = sampler.normalisation["x"]
     return StationSide(coords, list(sampler.y_cols), c.time, keys, x_map, c.time_as_input,
                        c.normalise, extent)  # fmt: skip
+
+
+__all__ = [
+    "StationsConfig",
+    "StationsSampler",
+]

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from .gp import GPConfig, GPSampler
 from .gp2d_composite import GP2DCompositeConfig, GP2DCompositeSampler
-from .gp_composite import CompositeGPConfig, CompositeGPSampler
+from .gp_composite import CompositeGPConfig, CompositeGPSampler, single_kernel_options
 from .real_series import SERIES, RealSeries, load_series
 from .sawtooth import SawtoothConfig, SawtoothSampler
 
@@ -31,4 +31,5 @@ __all__ = [
     "SawtoothConfig",
     "SawtoothSampler",
     "load_series",
+    "single_kernel_options",
 ]

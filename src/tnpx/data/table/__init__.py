@@ -199,3 +199,9 @@ def _scatter(
         observed[task, slot] = part.observed[rows]
         observed = None if bool(observed.all()) else observed
     return x, y, None if bool(mask.all()) else mask, observed
+
+
+__all__ = [
+    "TableConfig",
+    "TableSampler",
+]

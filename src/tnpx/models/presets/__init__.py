@@ -20,3 +20,5 @@ from . import kr_code  # noqa: F401
 from . import bnp_code  # noqa: F401
 from . import te_paper  # noqa: F401
 from . import te_code  # noqa: F401
+
+__all__: list[str] = []  # presets are registered, not imported: build_model(name, preset=...)
