@@ -13,7 +13,7 @@ import sys
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -48,7 +48,7 @@ class Table:
         label = self.frame.index[position]
         label = label.item() if isinstance(label, np.generic) else label
         at = "" if label == self.offset + position else f" (position {self.offset + position})"
-        return f"row {_show(label)}{at}"
+        return f"row {cell_text(label)}{at}"
 
 
 def read_table(source, role: str, header_only: bool = False) -> Table:
@@ -236,108 +236,7 @@ def require_columns(table: Table, cols: list, named_by: str | None = None) -> No
             )
 
 
-@dataclass
-class Dropped:
-    """Rows dropped for a missing value, over the chunks of one table: one warning for all."""
-
-    name: str
-    rows: int = 0  # rows seen
-    where: list = field(default_factory=list)  # where the dropped rows are, the first few
-    count: int = 0  # rows dropped
-
-    def add(self, table: Table, dropped: np.ndarray, shown: int = 5) -> None:
-        """Record a chunk: ``dropped [n]`` (bool) marks its dropped rows."""
-        self.rows += len(dropped)
-        positions = np.flatnonzero(dropped)
-        self.count += len(positions)
-        self.where += [table.where(int(p)) for p in positions[: shown - len(self.where)]]
-
-    def warn(self) -> None:
-        """One warning if any row was dropped."""
-        if self.count:
-            more = self.count - len(self.where)
-            rows = ", ".join(self.where) + (f" and {more} more" if more else "")
-            warn_user(
-                f"{self.name}: dropped {self.count} of {self.rows} rows with a missing value "
-                f"({rows})"
-            )
-
-
-def numeric_rows(table: Table, cols: list, drop_missing: bool = False) -> pd.DataFrame:
-    """The columns ``cols`` of ``table`` as float64, every value checked.
-
-    Raises:
-        DataError: a value that is not a number, infinite, or missing (an empty cell or NaN);
-            with ``drop_missing`` rows with a missing value are dropped instead, with a warning.
-    """
-    dropped = Dropped(table.name)
-    values, _ = numeric_block(table, cols, dropped if drop_missing else None)
-    dropped.warn()
-    return values
-
-
-def numeric_block(
-    table: Table, cols: list, dropped: Dropped | None = None
-) -> tuple[pd.DataFrame, np.ndarray]:
-    """The columns ``cols`` of ``table`` (one chunk) as float64, every value checked, and the
-    positions ``[n_kept]`` of the rows kept. Rows with a missing value are dropped into
-    ``dropped`` where it is given (which warns once, at the end), an error otherwise.
-
-    Raises:
-        DataError: as :func:`numeric_rows`.
-    """
-    import pandas as pd
-
-    values = pd.DataFrame({c: _numeric_column(table, c) for c in cols}, index=table.frame.index)
-    values.columns = list(cols)  # as given, whatever their type
-    for col in cols:
-        infinite = np.isinf(values[col].to_numpy())
-        if infinite.any():
-            pos = int(infinite.argmax())
-            raise DataError(
-                f"{table.name}, {table.where(pos)}, column {col!r}: "
-                f"{_show(table.frame[col].iloc[pos])} is not a finite number"
-            )
-    missing = values.isna().to_numpy()
-    rows = missing.any(axis=1)
-    if dropped is not None:
-        dropped.add(table, rows)
-    if not rows.any() or dropped is not None:
-        return values[~rows] if rows.any() else values, np.flatnonzero(~rows)
-    pos, col_index = np.argwhere(missing)[0]
-    more = int(rows.sum()) - 1
-    raise DataError(
-        f"{table.name}, {table.where(int(pos))}, column {cols[col_index]!r}: missing value "
-        f"(empty cell or NaN){f'; {more} more row(s) have missing values' if more else ''}; "
-        "fill them in, or drop such rows with drop_missing=True (--drop-missing)"
-    )
-
-
-def _numeric_column(table: Table, col) -> np.ndarray:
-    """One column as float64 (missing values NaN); a value that is not a number is an error."""
-    import pandas as pd
-    from pandas.api.types import is_bool_dtype, is_numeric_dtype
-
-    column = table.frame[col]
-    if is_numeric_dtype(column) and not is_bool_dtype(column):
-        return column.to_numpy(dtype=np.float64, na_value=np.nan)
-    if is_bool_dtype(column):
-        bad = column.notna().to_numpy()
-        values = np.zeros(len(column))
-    else:
-        parsed = pd.to_numeric(column.astype(object), errors="coerce")
-        values = parsed.to_numpy(dtype=np.float64, na_value=np.nan)
-        bad = np.isnan(values) & column.notna().to_numpy()
-    if bad.any():
-        pos = int(bad.argmax())
-        raise DataError(
-            f"{table.name}, {table.where(pos)}, column {col!r}: "
-            f"{_show(column.iloc[pos])} is not a number"
-        )
-    return values
-
-
-def _show(value) -> str:
+def cell_text(value) -> str:
     """A cell's value as the user wrote it: strings quoted, numbers plain."""
     return repr(value) if isinstance(value, str) else str(value)
 
@@ -348,3 +247,20 @@ def warn_user(message: str) -> None:
     while frame is not None and frame.f_globals.get("__name__", "").startswith("tnpx."):
         frame, level = frame.f_back, level + 1
     warnings.warn(message, UserWarning, stacklevel=level)
+
+
+__all__ = [
+    "CSV_OPTIONS",
+    "NETCDF_SUFFIXES",
+    "DataError",
+    "Table",
+    "as_list",
+    "cell_text",
+    "choose_columns",
+    "column_names",
+    "csv_errors",
+    "is_netcdf",
+    "read_table",
+    "require_columns",
+    "warn_user",
+]

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 import tnpx
-import tnpx.user_files as user_files
+import tnpx.user_table as user_table
 from tests.helpers.predict_inputs import DOMAIN, frames, tiny
 
 
@@ -20,13 +20,13 @@ from tests.helpers.predict_inputs import DOMAIN, frames, tiny
 def conversions(monkeypatch) -> Counter:
     """``(table name, column)``: how many times that column was turned into numbers."""
     counts: Counter = Counter()
-    convert = user_files._numeric_column
+    convert = user_table._numeric_column
 
     def counting(table, col):
         counts[table.name, col] += 1
         return convert(table, col)
 
-    monkeypatch.setattr(user_files, "_numeric_column", counting)
+    monkeypatch.setattr(user_table, "_numeric_column", counting)
     return counts
 
 

@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..user_files import DataError, Dropped, Table, column_names, numeric_block
-from ..user_table import UserTable, from_block
+from ..user_files import DataError, Table, column_names
+from ..user_table import Dropped, UserTable, from_block, numeric_block
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..models import NeuralProcess
@@ -37,7 +37,7 @@ def read_context(
     output, are dropped with ``drop_missing`` (its ``dropped``; the caller warns).
 
     Raises:
-        DataError: as :func:`tnpx.user_files.numeric_block`; a missing output for a
+        DataError: as :func:`tnpx.user_table.numeric_block`; a missing output for a
             model that does not read them, or a row without any output, without
             ``drop_missing``.
     """

@@ -22,8 +22,8 @@ import numpy as np
 import torch
 
 from ..units import UnitMap
-from ..user_files import Dropped, choose_columns, read_table, warn_user
-from ..user_table import UserTable
+from ..user_files import choose_columns, read_table, warn_user
+from ..user_table import Dropped, UserTable
 from .predict_checks import check_finite_result, check_model_range, check_units, no_targets
 from .predict_missing import masked_outputs, read_context
 from .table_chunks import Reads, open_chunked, read_chunks

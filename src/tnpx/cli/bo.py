@@ -42,7 +42,8 @@ def _suggest(args) -> int:
     import torch
 
     from ..bo.suggestion import suggest
-    from ..user_files import numeric_rows, read_table
+    from ..user_files import read_table
+    from ..user_table import numeric_rows
 
     table = read_table(args.observations, "observations")
     columns = list(table.frame.columns)

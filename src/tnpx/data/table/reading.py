@@ -12,14 +12,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
-from ...user_files import (
-    DataError,
-    Table,
-    numeric_rows,
-    read_table,
-    require_columns,
-    warn_user,
-)
+from ...user_files import DataError, Table, read_table, require_columns, warn_user
+from ...user_table import numeric_rows
 from ..base import SPLITS
 from .checks import _check_duplicates, _check_missing, _check_trained, _check_varies
 from .splits import split_tasks
