@@ -241,12 +241,13 @@ ORDER = [
     "tta-kr1-rbf-tnp-kr-full-schedulefree-25k",
     "tta-kr1-rbf-tnp-kr-full-b16-adamw1e3",
     "kr1-rbf-tnp-kr-fast",
-    # Issue 50, two at a time, each run in one sitting but kr3-tnp-d (two).
+    # Issue 50, two at a time. A ONE_SITTING run needs a whole sitting, so it starts first,
+    # beside the runs that may pause (kr3-tnp-kr-full and te1-cnp paused in the first one).
+    "te1-tnp",
     "kr3-tnp-kr-full",
     "te1-cnp",
     "te1-convcnp",
     "kr3-tnp-d",
-    "te1-tnp",
     "te1-pt-tnp-ist",
     "te1-te-tnp-rope",
     "te1-te-pt-tnp",
