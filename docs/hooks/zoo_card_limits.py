@@ -1,5 +1,5 @@
 """The "Limits" section of a model card's page (``docs/hooks/zoo_cards.py`` writes the rest):
-each item is read off the card (its held-out scores against issue 20's goal, its safe range,
+each item is read off the card (its held-out scores against the zoo's goal, its safe range,
 a 2D card's shifts, its measured series), so no limit of any one model is written by hand."""
 
 from __future__ import annotations
@@ -60,26 +60,26 @@ def limits(
 
 
 def _score_limits(card: dict, target_gap: float, bayes: dict | None, link) -> list[str]:
-    """The Limits items of the card's held-out scores: its gap against issue 20's goal (a 1D
+    """The Limits items of the card's held-out scores: its gap against the zoo's goal (a 1D
     model's: the goal is on the single-kernel prior), by kernel, beside the Bayes reference."""
     items = []
     e = card.get("eval")
     if e and "gap" in e and is_2d(card):
         items.append(
             f"Its gap to the GP oracle on {scored_on(card)} is {pm(e, 'gap')} nats per target "
-            f"point (issue 20's goal of at most {target_gap:g} is on the 1D single-kernel prior)."
+            f"point (the zoo's goal of at most {target_gap:g} is on the 1D single-kernel prior)."
         )
     elif e and "gap" in e:
         if e["gap"] <= target_gap:
             items.append(
                 f"**Gap goal met**: {pm(e, 'gap')} nats on the single-kernel prior against "
-                f"issue 20's goal of at most {target_gap:g}."
+                f"the zoo's goal of at most {target_gap:g}."
             )
         else:
             items.append(
                 f"**Misses the gap goal**: its gap to the GP oracle on the single-kernel prior is "
                 f"{pm(e, 'gap')} nats per target point, {e['gap'] - target_gap:.3f} above "
-                f"issue 20's goal of at most {target_gap:g}."
+                f"the zoo's goal of at most {target_gap:g}."
             )
     if not e or "gap" not in e:
         items.append(

@@ -41,7 +41,7 @@ def card_page(card: dict, target_gap: float, bayes: dict | None, link: Callable[
 
     Args:
         card: the card (``tnpx.zoo.model_card(name)``).
-        target_gap: issue 20's goal for the gap to the GP oracle on the single-kernel prior.
+        target_gap: the zoo's goal for the gap to the GP oracle on the single-kernel prior.
         bayes: ``results/pretrained/bayes-reference.json`` (the irreducible part of the gap),
             or None.
         link: a site page's path (from the docs root) -> a link relative to this card's page.
@@ -370,7 +370,7 @@ def index_page(
         ),
         "",
         "Gap: the GP oracle's LL per target point less the model's, on held-out tasks of each "
-        f"prior, ± one standard error (issue 20's goal: at most {target_gap:g} on the "
+        f"prior, ± one standard error (the zoo's goal: at most {target_gap:g} on the "
         "single-kernel prior). Safe range: how far beyond the context's input range (in widths "
         "of that range) the 95 % interval stayed calibrated; past the hard limit `tnpx.predict` "
         "refuses unless `allow_extrapolation=True`.",

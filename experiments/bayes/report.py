@@ -29,7 +29,7 @@ def reading(result: dict) -> str:
     parts = [
         f"Knowing each task's hyper-parameters is worth {pm_key(e)} nats "
         "per target point on this prior: the part of any model's gap to the oracle that no "
-        f"model seeing only the context can remove (issue 20's goal: a gap <= {TARGET_GAP}).",
+        f"model seeing only the context can remove (the zoo's goal: a gap <= {TARGET_GAP}).",
         f"The largest part is on {worst} tasks ({result['per_kernel'][worst]['gap']:.3f}).",
         f"A finer rule moves the average's LL by {shift:+.4f} on "
         f"{conv['fine']['n_tasks']} tasks"

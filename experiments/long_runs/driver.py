@@ -1,4 +1,4 @@
-"""The project's long training runs (issue 20): runs that take days on this CPU, advanced in
+"""The project's long training runs: runs that take days on this CPU, advanced in
 slices across sessions and machines, each kept in a committed folder ``long-runs/<name>/``
 (``config.yaml``, ``metrics.csv``, ``checkpoints/last.pt`` of at most a few MB, and
 ``model.pt`` when finished).
@@ -66,7 +66,7 @@ RUNS: dict[str, tuple[str, list[str]]] = {
     f"kr1-rbf-{model}": ("configs/kr1-rbf.yaml", [f"model.name={model}", "train.val_every=2500"])
     for model in ("tnp-d", "tnp-kr-full", "cnp", "tnp-kr-fast", "convcnp")
 }
-# The rest of KR-1 at the exact protocol (issue 34, item 3): tnp-kr-full on Matérn-3/2 and
+# The rest of KR-1 at the exact protocol (the time-to-accuracy study): tnp-kr-full on Matérn-3/2 and
 # periodic first (the issue's required cells), tnp-d on both if the cores allow.
 for _kernel in ("matern32", "periodic"):
     for _model in ("tnp-kr-full", "tnp-d"):
@@ -74,9 +74,9 @@ for _kernel in ("matern32", "periodic"):
             f"configs/kr1-{_kernel}.yaml",
             [f"model.name={_model}", "train.val_every=2500"],
         )
-# Issue 34, item 4 (CNP's miss, traced): the same run as kr1-rbf-cnp (seed 0: the same batches,
-# so the curves pair step for step) from Flax's lecun_normal weights, dl4bi's initialisation
-# (results/kr1-exact/cnp-gap-analysis.md).
+# The time-to-accuracy study (CNP's miss, traced): the same run as kr1-rbf-cnp (seed 0: the same
+# batches, so the curves pair step for step) from Flax's lecun_normal weights, dl4bi's
+# initialisation (results/kr1-exact/cnp-gap-analysis.md).
 RUNS["kr1-rbf-cnp-lecun"] = (
     "configs/kr1-rbf.yaml",
     ["model.name=cnp", "train.val_every=2500", "train.weight_init=lecun_normal"],
@@ -88,8 +88,8 @@ RUNS["kr1-rbf-cnp-lecun-seed1"] = (
     "configs/kr1-rbf.yaml",
     [*RUNS["kr1-rbf-cnp-lecun"][1], "train.seed=1"],
 )
-# Time to accuracy (issue 34, items 1-2; experiments/time_to_accuracy.py): recipes on KR-1 RBF's
-# protocol data at a quarter of its steps, seed 0 (the protocol runs' batches, in order).
+# Time to accuracy (the time-to-accuracy study; experiments/time_to_accuracy.py): recipes on KR-1
+# RBF's protocol data at a quarter of its steps, seed 0 (the protocol runs' batches, in order).
 TTA = ["model.name=tnp-kr-full", "train.steps=25000", "train.val_every=2500"]
 RUNS["tta-kr1-rbf-tnp-kr-full-yogi-25k"] = ("configs/kr1-rbf.yaml", TTA)
 ADAMW_25K = ["optim.name=adamw", "optim.lr=5.0e-4", "schedule.warmup_steps=1000"]
@@ -107,7 +107,7 @@ RUNS["tta-kr1-rbf-tnp-kr-full-adamw1e3-25k-seed1"] = (
 )
 # The recipe that reached the paper's RBF test NLL in 25k steps on tnp-kr-full (AdamW 1e-3, 1k
 # warm-up, cosine to 1 % over the budget: -0.457 against -0.453) on tnp-d, then on the other two
-# kernels (issue 34: "then the same recipe on Matérn-3/2 and periodic").
+# kernels (the time-to-accuracy study: "then the same recipe on Matérn-3/2 and periodic").
 RUNS["tta-kr1-rbf-tnp-d-adamw1e3-25k"] = (
     "configs/kr1-rbf.yaml",
     ["model.name=tnp-d", "train.steps=25000", "train.val_every=2500", *ADAMW_1E3_25K],
@@ -120,10 +120,10 @@ RUNS["tta-kr1-rbf-tnp-d-adamw1e3-25k-ema"] = (
     "configs/kr1-rbf.yaml",
     [*RUNS["tta-kr1-rbf-tnp-d-adamw1e3-25k"][1], "train.ema_decay=0.999"],
 )
-# Wider or deeper at a fixed compute budget (issue 34: "for a fixed compute budget, is a wider
-# or deeper model the better buy?"): the recipe on tnp-kr-full with its 6 layers of width 64
-# traded for 3 of width 96 (6 heads of 16, feed-forward 192) or 11 of width 48 (3 heads),
-# each run for the base's FLOPs. One training step, counted by time_to_accuracy.step_gflops:
+# Wider or deeper at a fixed compute budget (the time-to-accuracy study: "for a fixed compute
+# budget, is a wider or deeper model the better buy?"): the recipe on tnp-kr-full with its 6 layers
+# of width 64 traded for 3 of width 96 (6 heads of 16, feed-forward 192) or 11 of width 48 (3
+# heads), each run for the base's FLOPs. One training step, counted by time_to_accuracy.step_gflops:
 # base 5.82 GFLOPs, 96x3 6.72, 48x11 5.84; so 96x3 runs 25,000 x 5.82 / 6.72 = 21,700 steps.
 WIDE = ["model.dim_model=96", "model.n_heads=6", "model.dim_ff=192", "model.n_layers=3"]
 DEEP = ["model.dim_model=48", "model.n_heads=3", "model.dim_ff=96", "model.n_layers=11"]
@@ -135,17 +135,18 @@ RUNS["tta-kr1-rbf-tnp-kr-full-48x11-adamw1e3"] = (
     "configs/kr1-rbf.yaml",
     [*TTA, *ADAMW_1E3_25K, *DEEP],
 )
-# Schedule-free AdamW (issue 34: "a schedule-free optimiser from a maintained package"), paired
-# with the recipe: the same rate, warm-up, clipping, steps and batches, its average in place of
-# the cosine decay (a run that can stop at any step, no schedule laid out over a budget).
+# Schedule-free AdamW (the time-to-accuracy study: "a schedule-free optimiser from a maintained
+# package"), paired with the recipe: the same rate, warm-up, clipping, steps and batches, its
+# average in place of the cosine decay (a run that can stop at any step, no schedule laid out over a
+# budget).
 RUNS["tta-kr1-rbf-tnp-kr-full-schedulefree-25k"] = (
     "configs/kr1-rbf.yaml",
     [*TTA, "optim.name=schedulefree-adamw", "optim.lr=1.0e-3", "schedule.name=constant",
      "schedule.warmup_steps=1000"],
 )  # fmt: skip
-# Batch size against steps (issue 34: "CPU time per task is roughly linear in batch size
-# here"): the recipe at half the batch for twice the steps, the same tasks and about the same
-# core-hours, so twice the updates; the warm-up covers the same tasks. The validation batches
+# Batch size against steps (the time-to-accuracy study: "CPU time per task is roughly linear in
+# batch size here"): the recipe at half the batch for twice the steps, the same tasks and about the
+# same core-hours, so twice the updates; the warm-up covers the same tasks. The validation batches
 # are of 16 too (64 of them: as many tasks as the others'); the test set is the same.
 B16 = ["data.batch_size=16", "train.steps=50000", "train.val_every=5000", "train.val_batches=64",
        "optim.name=adamw", "optim.lr=1.0e-3", "schedule.warmup_steps=2000"]  # fmt: skip
@@ -165,33 +166,35 @@ for _kernel in ("matern32", "periodic"):
         f"configs/kr1-{_kernel}.yaml",
         [*TTA, *ADAMW_1E3_25K],
     )
-# The v2 zoo (issue 20, item 4): the shipped 1D models retrained as long runs on the broader
-# `gp-composite` prior (single kernels beside trend + periodic + rough sums); each config states
-# its size, batch, steps and the measured speed (~7-8 hours of one core each). Validation every
-# 2,500 steps is in the configs.
+# The v2 zoo (the zoo's long-run campaign): the shipped 1D models retrained as long runs on the
+# broader `gp-composite` prior (single kernels beside trend + periodic + rough sums); each config
+# states its size, batch, steps and the measured speed (~7-8 hours of one core each). Validation
+# every 2,500 steps is in the configs.
 RUNS["gp1d-v2-tnp"] = ("configs/pretrained-gp1d-v2-tnp.yaml", [])
 RUNS["gp1d-v2-te-tnp-rope"] = ("configs/pretrained-gp1d-v2-te-tnp-rope.yaml", [])
-# Their second stage (issue 33, item 1): each fine-tuned from its first stage's model.pt with
-# targets a context width beyond the context, so the zoo is calibrated where predict is used.
+# Their second stage (the safe-range and wider-prior study): each fine-tuned from its first stage's
+# model.pt with targets a context width beyond the context, so the zoo is calibrated where predict
+# is used.
 for _m in ("tnp", "te-tnp-rope"):
     RUNS[f"gp1d-v2-{_m}-far"] = (f"configs/pretrained-gp1d-v2-{_m}-far.yaml", [])
-# The v3 zoo (issue 33, item 2): the v2 models on the broader v3 prior (polynomial trends,
-# locally periodic sums, near noise-free tasks, 3-256 context points, targets a context width
-# beyond the context from the start), each fine-tuned from its v2 model's last stage with the
-# time-to-accuracy recipe's shape (~3-5 hours of one core each; the configs state the measured
-# speed and why they start from v2).
+# The v3 zoo (the safe-range and wider-prior study): the v2 models on the broader v3 prior
+# (polynomial trends, locally periodic sums, near noise-free tasks, 3-256 context points, targets a
+# context width beyond the context from the start), each fine-tuned from its v2 model's last stage
+# with the time-to-accuracy recipe's shape (~3-5 hours of one core each; the configs state the
+# measured speed and why they start from v2).
 for _m in ("tnp", "te-tnp-rope"):
     RUNS[f"gp1d-v3-{_m}"] = (f"configs/pretrained-gp1d-v3-{_m}.yaml", [])
-# The 2D zoo model (issue 33, item 3): the 2D composite prior, the time-to-accuracy recipe,
-# ~10 hours of one core (the config states the measured speed).
+# The 2D zoo model (the safe-range and wider-prior study): the 2D composite prior, the
+# time-to-accuracy recipe, ~10 hours of one core (the config states the measured speed).
 RUNS["gp2d-te-tnp-rope"] = ("configs/pretrained-gp2d-te-tnp-rope.yaml", [])
-# Its second stage (issue 33, item 1, in 2D): fine-tuned from the first stage's model.pt with
-# targets a context width beyond the box and half the tasks mapped as predict maps a user's, as
-# the 1D models' `-far` stages; the first stage's std shrank beyond the context (the config).
+# Its second stage (the safe-range and wider-prior study in 2D): fine-tuned from the first stage's
+# model.pt with targets a context width beyond the box and half the tasks mapped as predict maps a
+# user's, as the 1D models' `-far` stages; the first stage's std shrank beyond the context (the
+# config).
 RUNS["gp2d-te-tnp-rope-far"] = ("configs/pretrained-gp2d-te-tnp-rope-far.yaml", [])
 # The TE paper's headline table at its protocol (TE-1: its data, sizes, batch 16 and clipping)
 # and KR-3 at the exact protocol, each with the time-to-accuracy recipe in place of the papers'
-# optimisers: AdamW 1e-3, 1k warm-up, cosine to 1 % over the planned steps (issue 50;
+# optimisers: AdamW 1e-3, 1k warm-up, cosine to 1 % over the planned steps (the TE-1/KR-3 campaign;
 # experiments/long_runs/plans/te1-kr3.md measures each step and says why these steps).
 RECIPE = ["optim.name=adamw", "optim.lr=1.0e-3", "schedule.name=cosine",
           "schedule.warmup_steps=1000", "schedule.min_lr_ratio=0.01"]  # fmt: skip
@@ -207,18 +210,18 @@ for _model in ("tnp-d", "tnp-kr-full"):
         [f"model.name={_model}", *RECIPE, f"train.steps={KR3_STEPS}", "train.val_every=2500"],
     )
 # What a bare `advance` trains, in this order (finished runs are skipped, so the first entries,
-# done, cost nothing): issue 20's KR-1 runs and v2 zoo models; then issue 34's recipe runs (the
-# goal's second model, then the other kernels); then the runs the two open issues' "done when"
-# names, two at a time so that both issues advance together (~30 core-hours): issue 34's
-# exact-protocol cells (Matérn-3/2, periodic) beside issue 33's v3 TE model and its 2D model
-# (both stages: the second starts from the first's model.pt);
-# then the levers, which no "done when" waits on: tnp-d at batch 16 (aimed at its 0.003 miss of
-# the goal), the CNP's and the recipe's second seeds, issue 34's wider-or-deeper pair,
-# schedule-free AdamW and batch 16; last, TNP-KR-Fast (issue 20's "if time allows"; ConvCNP's
-# ~2 s a step at batch 32 would take ~55 hours of one core: not queued). `gp1d-v3-tnp` stays
-# registered but not queued: the same fine-tune of its TE sibling gained nothing on the zoo's
-# priors (results/pretrained/zoo.md, v3-families.md), so its ~4.5 core-hours would buy a second
-# copy of that answer.
+# done, cost nothing): the zoo's long-run campaign's KR-1 runs and v2 zoo models; then the
+# time-to-accuracy study's recipe runs (the goal's second model, then the other kernels); then the
+# runs the two open issues' "done when" names, two at a time so that both issues advance together
+# (~30 core-hours): the time-to-accuracy study's exact-protocol cells (Matérn-3/2, periodic) beside
+# the safe-range and wider-prior study's v3 TE model and its 2D model (both stages: the second
+# starts from the first's model.pt); then the levers, which no "done when" waits on: tnp-d at batch
+# 16 (aimed at its 0.003 miss of the goal), the CNP's and the recipe's second seeds, the
+# time-to-accuracy study's wider-or-deeper pair, schedule-free AdamW and batch 16; last, TNP-KR-Fast
+# (the zoo's long-run campaign's "if time allows"; ConvCNP's ~2 s a step at batch 32 would take ~55
+# hours of one core: not queued). `gp1d-v3-tnp` stays registered but not queued: the same fine-tune
+# of its TE sibling gained nothing on the zoo's priors (results/pretrained/zoo.md, v3-families.md),
+# so its ~4.5 core-hours would buy a second copy of that answer.
 ORDER = [
     "kr1-rbf-tnp-kr-full",
     "kr1-rbf-tnp-d",
@@ -241,8 +244,8 @@ ORDER = [
     "tta-kr1-rbf-tnp-kr-full-schedulefree-25k",
     "tta-kr1-rbf-tnp-kr-full-b16-adamw1e3",
     "kr1-rbf-tnp-kr-fast",
-    # Issue 50, two at a time. A ONE_SITTING run needs a whole sitting, so it starts first,
-    # beside the runs that may pause (kr3-tnp-kr-full and te1-cnp paused in the first one).
+    # The TE-1/KR-3 campaign, two at a time. A ONE_SITTING run needs a whole sitting, so it starts
+    # first, beside the runs that may pause (kr3-tnp-kr-full and te1-cnp paused in the first one).
     "te1-tnp",
     "kr3-tnp-kr-full",
     "te1-cnp",

@@ -24,7 +24,7 @@ from tnpx.training import train_or_load
 SHIFTS = [0.0, 0.2, 0.4, 0.6, 0.8, 1.0]
 MODELS = ["tnp", "pt-tnp-ist", "te-tnp", "te-pt-tnp", "te-tnp-rope"]
 # TE Table 5 (LL, higher is better); PT rows are M = 32. Equivariant rows are constant in Δ.
-# te-tnp-rope (rotary attention, issue 21) is not in the paper.
+# te-tnp-rope (rotary attention) is not in the paper.
 PAPER = {
     "tnp": [-0.48, -0.48, -0.49, -0.50, -0.52, -0.57],
     "pt-tnp-ist": [-0.48, -0.49, -0.52, -0.55, -0.59, -0.63],

@@ -105,7 +105,7 @@ def write_report(run: dict, labels: list[str], figure: str, path: Path) -> str:
     models = named_models(run)
     text = f"""# Zoo models on classic 1D test functions, 20 noise-free points, against a fitted GP
 
-**What**: issue 33's test of smooth extrapolation and interpolation: each function observed
+**What**: a test of smooth extrapolation and interpolation: each function observed
 without noise at {run["n_context"]} points (one uniform draw in each of {run["n_context"]}
 equal bins of its domain), predicted at {run["n_targets"]} points evenly across the whole
 domain. Relative RMSE: the RMSE of the predictive mean over the function's std on that grid
@@ -117,7 +117,7 @@ L-BFGS on the exact marginal likelihood from four starts, per draw.
 **Command**: `{run["command"]}`, commit `{run["commit"]}`.
 
 **Protocol or budget**: not a paper experiment, and no GP oracle exists (the functions are not
-GP draws): the fitted GP is the reference. Goal (issue 33, item 2): on the smooth functions
+GP draws): the fitted GP is the reference. Goal: on the smooth functions
 (analytic, at most about two periods across the domain; marked before scoring), relative RMSE
 within 3x of the fitted GP's. Functions: {functions}.
 

@@ -126,7 +126,7 @@ def goals_section(
         rows.append(f"| `{name}` | " + " | ".join(cells) + " |")
     return [
         "",
-        "Issue 33's goals, met or missed (`experiments/zoo/goals.py`): the shortfalls from "
+        "The zoo's goals, met or missed (`experiments/zoo/goals.py`): the shortfalls from "
         "`bayes-reference.md` (nats per target point above the Bayes average; "
         f"{NOT_MEASURED!r} where it did not score the model's current weights), the test "
         "functions from `test-functions.md` (of its smooth functions, how many have a relative "

@@ -169,9 +169,9 @@ def reading(cards: dict[str, dict], bayes: dict | None) -> str:
     parts = [
         f"The closest to the GP oracle on the single-kernel prior is `{best}`, gap {gap:.3f}: "
         + (
-            f"issue 20's goal (≤ {TARGET_GAP}) is met."
+            f"the zoo's goal (≤ {TARGET_GAP}) is met."
             if gap <= TARGET_GAP
-            else f"issue 20's goal (≤ {TARGET_GAP}) is missed by {gap - TARGET_GAP:.3f} nats."
+            else f"the zoo's goal (≤ {TARGET_GAP}) is missed by {gap - TARGET_GAP:.3f} nats."
         )
     ]
     worst = max(KERNELS, key=lambda k: cards[best]["per_kernel"][k]["gap"])
@@ -231,7 +231,7 @@ def report(
             else "."
         ),
         "",
-        f"**Protocol or budget**: issue 20's goal, a gap ≤ {TARGET_GAP} nats on (a). Not a paper "
+        f"**Protocol or budget**: the zoo's goal, a gap ≤ {TARGET_GAP} nats on (a). Not a paper "
         "experiment: no paper number applies. Training: see each card's `config` and steps.",
         "",
         f"**Hardware**: {first['hardware']} (the cards').",

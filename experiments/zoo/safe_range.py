@@ -104,7 +104,7 @@ def report(entries: dict[str, dict], commit: str, command: str, plot: str) -> st
             "",
             f"**Command**: `{command}`, commit `{commit}`.",
             "",
-            "**Protocol**: not a paper experiment (issue 33, item 1). The *safe range* is the "
+            "**Protocol**: not a paper experiment (the zoo's safe range). The *safe range* is the "
             f"furthest bin edge up to which every bin's coverage is ≥ {first['min_coverage']} "
             f"and no bin's mean std is below {first['shrink']}× the previous bin's; the *hard "
             f"limit* the same with coverage ≥ {first['floor_coverage']}. The cards record "

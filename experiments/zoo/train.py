@@ -153,7 +153,7 @@ Gap to the GP oracle per kernel (256 tasks each, same prior otherwise):
 **Reading**: {reading(cards)}
 
 See also `real-series.md` (these models zero-shot on measured series, against a GP fitted per
-series: the baseline for the v2 zoo). The v2 zoo (issue 20) trains as long runs on the broader
+series: the baseline for the v2 zoo). The v2 zoo trains as long runs on the broader
 `gp-composite` prior; `python -m experiments.zoo.train --interim` scores their latest
 checkpoints on this prior's test tasks and the composite one, and `--ship` packages the
 finished runs (cards `src/tnpx/zoo/gp1d-v2-*.json`).

@@ -4,7 +4,7 @@
 for dense layers (the TNP-KR paper's dl4bi code is Flax): weights from a normal truncated at
 two standard deviations, scaled so their variance is ``1 / fan_in``, and zero biases. torch's
 default (Kaiming-uniform with ``a = sqrt(5)``) has a third of that variance: the same function
-classes, a different starting point (issue 34, item 4: the KR-1 CNP's gap).
+classes, a different starting point (the time-to-accuracy study: the KR-1 CNP's gap).
 """
 
 from __future__ import annotations

@@ -188,7 +188,7 @@ def error_line(err: Exception) -> str:
     return f"{type(err).__name__}: {first}{hint}" if first else f"{type(err).__name__}{hint}"
 
 
-# Commands that moved to the repository's lab (issue 36): where they are now, in one line,
+# Commands that moved to the repository's lab: where they are now, in one line,
 # rather than argparse's "invalid choice". Their options are unchanged.
 MOVED_TO_LAB = {
     ("bench",): "python -m benchmarks.scaling",

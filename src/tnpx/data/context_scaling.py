@@ -7,7 +7,7 @@ whose range is always the full box and whose outputs always have mean 0 and std 
 targets beyond the context carry the prior's spread *relative to that context's std* (a smooth
 draw whose context varies little standardises to far-away values of several units). Trained on
 raw draws, the zoo's models put 12–15 % of targets beyond one context width outside their 95 %
-interval through ``predict`` (issue 33; ``results/pretrained/safe-range.md``). A sampler option
+interval through ``predict`` (``results/pretrained/safe-range.md``). A sampler option
 ``context_scaling = p`` passes each training task through this map with probability ``p``.
 
 The map equals :func:`tnpx.apply.unit_choice.fit_units` with the context's range (a float64

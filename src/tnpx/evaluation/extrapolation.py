@@ -1,7 +1,7 @@
 """How far beyond its context a model's predictive stays calibrated: its *safe range*.
 
 A neural process is trained on tasks whose targets lie within a fixed distance of the context;
-beyond it the model meets inputs it never saw and may become confidently wrong (issue 33: the
+beyond it the model meets inputs it never saw and may become confidently wrong (the
 first `gp1d-v2-te-tnp-rope` predicted a std of 0.003 two context widths away). This module
 measures that on held-out tasks of a prior, through the same unit maps :func:`tnpx.predict`
 applies to a user's data (:func:`tnpx.apply.unit_choice.fit_units`: the context's input range

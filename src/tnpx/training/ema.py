@@ -1,4 +1,4 @@
-"""An exponential moving average of the weights (``train.ema_decay``), one lever of issue 34's
+"""An exponential moving average of the weights (``train.ema_decay``), one lever of
 time to accuracy: validation, ``best.pt`` and the final ``model.pt`` use the averaged weights,
 while the optimiser keeps stepping the raw ones.
 

@@ -24,7 +24,7 @@ variance 0 in the others), so ``Batch.info`` holds ``kernel``, ``lengthscale``, 
 them: the ``gp-oracle`` model computes the exact posterior of every task unchanged.
 ``info["composite"]`` ``[batch]`` (bool) says which tasks are composites.
 
-The v3 options (issue 33, item 2), each off by default so that a v2 config draws the same
+The v3 options, each off by default so that a v2 config draws the same
 tasks bit for bit:
 
 - ``polynomial_prob``: a composite task also holds, with this probability, a **polynomial
