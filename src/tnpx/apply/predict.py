@@ -91,12 +91,14 @@ class Resolved(NamedTuple):
     """A model to predict with and what its checkpoint records about its data: the training
     domain (None where unknown, ``why`` it is), and the stored normalisation of a model trained
     on a user's data (``(UnitMap, x_columns, y_columns)``, :func:`tnpx.checkpoint.stored_units`;
-    None for a prior-trained model)."""
+    None for a prior-trained model) with its inputs' units (``{column: unit}``,
+    :func:`tnpx.checkpoint.stored_input_units`; None where it records none)."""
 
     net: NeuralProcess
     domain: tuple[float, float] | None
     why: str
     stored: tuple | None = None
+    units: dict | None = None
 
 
 def resolve(model) -> Resolved:
@@ -119,6 +121,7 @@ def resolve(model) -> Resolved:
         experiment_from_record,
         model_from_record,
         read_checkpoint,
+        stored_input_units,
         stored_units,
     )
     from ..zoo import checkpoint_file
@@ -127,6 +130,7 @@ def resolve(model) -> Resolved:
     record = read_checkpoint(path)
     net = model_from_record(record, path).eval()
     stored = stored_units(record, path)
+    units = stored_input_units(record, path) if stored is not None else None
     try:
         experiment = experiment_from_record(record)
     except ValueError as err:  # recorded by another tnpx version, say: never guess a domain
@@ -135,10 +139,10 @@ def resolve(model) -> Resolved:
             "the tnpx that trained it, or re-save the model with tnpx.save"
         ) from None
     if experiment is None:
-        return Resolved(net, None, f"{path} records no training experiment", stored)
+        return Resolved(net, None, f"{path} records no training experiment", stored, units)
     domain = training_domain(experiment)
     why = f"{path}'s data sampler {experiment.data.get('name')!r} has no domain"
-    return Resolved(net, domain, why, stored)
+    return Resolved(net, domain, why, stored, units)
 
 
 def resolve_model(model) -> tuple[NeuralProcess, tuple[float, float] | None, str]:
@@ -259,7 +263,7 @@ def predict(
     options = Options(
         x_cols, y_cols, scale_inputs, standardise_outputs, input_scale, output_scale, domain,
         level, chunk_size, drop_missing, allow_extrapolation, extrapolation_limits(model),
-        scaling, resolved.stored,
+        scaling, resolved.stored, resolved.units,
     )  # fmt: skip
     net, recorded, why = resolved[:3]
     plan, blocks = stream_prediction(net, recorded, why, context, targets, options, rows=None)
