@@ -16,7 +16,13 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..units import box_pairs
-from .estimator_names import by_feature_names, dates_as_numbers, input_names, output_names
+from .estimator_names import (
+    by_feature_names,
+    check_names,
+    dates_as_numbers,
+    input_names,
+    output_names,
+)
 from .predict import extrapolation_limits, resolve
 from .predict_missing import check_missing_y
 from .predict_steps import Options, stream_prediction
@@ -149,6 +155,7 @@ class NPRegressor(RegressorMixin, BaseEstimator):
         check_domain(self.domain, X.shape[1])
         net, recorded, why, limits = self._load(X.shape[1], n_outputs, resolved)
         check_dims(net, X.shape[1], n_outputs, self.model)
+        check_names(self)  # a DataFrame's columns: the model's, by name
         check_missing_y(net, y)  # NaN in y: masked for a model that reads missing outputs
         self.model_ = net
         self.training_domain_ = recorded

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from ..user_files import Table
 from .coordinate_units import in_model_units
+from .model_columns import by_name
 
 
 def by_feature_names(estimator, X):
@@ -48,6 +49,17 @@ def dates_as_numbers(X, units: dict[str, str] | None):
     return in_model_units(Table(X, "X", from_file=False), units, cols).frame
 
 
+def check_names(estimator) -> None:
+    """At ``fit``: a DataFrame's columns must be the names a checkpoint trained on a user's
+    data knows (any order), else a one-line :class:`~tnpx.DataError` listing them."""
+    names, stored = getattr(estimator, "feature_names_in_", None), estimator._stored
+    if names is not None and stored is not None:
+        import pandas as pd
+
+        frame = Table(pd.DataFrame(columns=list(names)), "X", from_file=False)
+        by_name(frame, [str(n) for n in names], list(stored[1]), "inputs", "X's columns")
+
+
 def input_names(estimator) -> list[str]:
     """The input columns' names the context table gives the model: ``X``'s feature names;
     without names, the model's stored input names (a checkpoint trained on a user's data:
@@ -76,4 +88,4 @@ def output_names(estimator, taken: list[str]) -> list[str]:
     return names
 
 
-__all__ = ["by_feature_names", "dates_as_numbers", "input_names", "output_names"]
+__all__ = ["by_feature_names", "check_names", "dates_as_numbers", "input_names", "output_names"]
