@@ -284,7 +284,8 @@ def stream_prediction(
         ctx, head, options.x_cols, options.y_cols, options.stored, net.dim_x, net.dim_y
     )  # by name where the model knows its columns' names
     x_cols, y_cols = columns.x, columns.y
-    ctx, chunks = in_model_units(ctx, options.units, x_cols), units_of(chunks, options.units, x_cols)
+    units = options.units  # dates in a time input: numbers in the stored unit
+    ctx, chunks = in_model_units(ctx, units, x_cols), units_of(chunks, units, x_cols)
     context = read_context(ctx, x_cols, y_cols, net, options.drop_missing)
     # each chunk of targets read once; a table whole in memory (rows None) is kept for the
     # second pass, a file read in chunks is read again (memory stays bounded by a chunk)
