@@ -132,8 +132,11 @@ def test_npregressor_matches_dataframe_columns_by_name(checkpoint):
     with pytest.raises(ValueError, match="'time' is missing"):
         reg.predict(tgt[["latitude", "longitude"]])
     # renamed at fit: refused against the model's names
-    with pytest.raises(DataError, match=r"X: the model was trained on inputs \['latitude', "
-                                        r"'longitude', 'time'\]; 'lat' .* is not one of them"):
+    with pytest.raises(
+        DataError,
+        match=r"X: the model was trained on inputs \['latitude', "
+        r"'longitude', 'time'\]; 'lat' .* is not one of them",
+    ):
         tnpx.NPRegressor(str(checkpoint)).fit(ctx[X_NAMES].rename(columns={"latitude": "lat"}), y)
 
 

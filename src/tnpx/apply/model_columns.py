@@ -93,8 +93,7 @@ def by_name(table: Table, given, names: list, what: str, option: str) -> list:
     missing = [c for c in names if c not in given]
     if missing:
         raise DataError(
-            f"{option} leaves out {missing[0]!r}: {trained}; name every one of them (in any "
-            "order)"
+            f"{option} leaves out {missing[0]!r}: {trained}; name every one of them (in any order)"
         )
     return given
 
