@@ -100,7 +100,8 @@ def _hours(table: Table, col, unit: str) -> np.ndarray:
         numbers = np.full(len(column), np.nan)
         dated = column.notna().to_numpy()
     else:
-        numbers = pd.to_numeric(column.astype(object), errors="coerce").to_numpy(np.float64)
+        numbers = pd.to_numeric(column.astype(object), errors="coerce")
+        numbers = np.array(numbers, dtype=np.float64)  # a copy of our own, written below
         dated = np.isnan(numbers) & column.notna().to_numpy()
     if not dated.any():
         return numbers
