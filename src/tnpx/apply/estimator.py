@@ -87,8 +87,12 @@ class NPRegressor(RegressorMixin, BaseEstimator):
         model_: the :class:`~tnpx.NeuralProcess` predicting.
         training_domain_: the training domain the checkpoint records, or None.
         X_, y_: copies of the context, float64, ``[n_samples, n_features]`` and ``y``'s shape.
-        n_features_in_, feature_names_in_: as scikit-learn sets them; feature names (for a
-            DataFrame ``X``) also name the columns in error messages.
+        n_features_in_, feature_names_in_: as scikit-learn sets them. Fitted on a
+            DataFrame, ``predict`` takes a DataFrame's columns by these names, in any order
+            (a missing or unknown one is refused), and a checkpoint trained on your data
+            matches them to its own names; a bare array's columns are taken by position
+            (:mod:`tnpx.apply.estimator_names`). A time input of such a checkpoint takes
+            dates in a DataFrame (:mod:`tnpx.apply.coordinate_units`).
         n_outputs_: the number of output columns (the model's ``dim_y``).
 
     Example:

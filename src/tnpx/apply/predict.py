@@ -37,8 +37,10 @@ Stored normalisation. A checkpoint trained with ``tnpx train`` on a user's data 
 source, say) stores the affine maps its data were normalised with, fitted on the training
 tasks only (``(value - loc) / scale`` per input and output column). ``predict`` then maps
 with those instead of the context's range and moments, so absolute inputs keep their meaning
-(a growth curve's day 0 is day 0) and the context need not span anything; the columns default
-to the ones it was trained on. ``scaling="context"``, or any hand-set map (``input_scale``,
+(a growth curve's day 0 is day 0) and the context need not span anything. Its column names
+are stored too: the user's columns are matched to them by name, in any order, and a column it
+does not know is refused (:mod:`tnpx.apply.model_columns`); a time input it stores in hours
+since 1970-01-01 takes dates (:mod:`tnpx.apply.coordinate_units`). ``scaling="context"``, or any hand-set map (``input_scale``,
 ``output_scale``, ``domain``, ``scale_inputs=False``, ``standardise_outputs=False``), uses
 the maps described above instead; the zoo's models store none and always use them. A stored
 normalisation that cannot be read is refused in one line, as is a recorded training experiment
@@ -216,8 +218,11 @@ def predict(
             ``missing_outputs=True``): they are masked, and each output is standardised by
             its observed values (:mod:`tnpx.apply.predict_missing`).
         targets: a DataFrame or CSV path with the input columns.
-        x_cols, y_cols: input and output column names; by default every column of
-            ``targets`` is an input and every other column of ``context`` an output.
+        x_cols, y_cols: input and output column names. For a checkpoint that stores its
+            columns' names (trained on your data) they are matched to those by name, in any
+            order (default: the model's names); for any other model they go to it in the
+            order given (default: every column of ``targets`` is an input and every other
+            column of ``context`` an output).
         scale_inputs: map inputs affinely, per column, from the context's range onto the
             model's training domain (see the module docstring); False passes them unchanged.
         standardise_outputs: standardise outputs by the context's mean and std and map the
@@ -239,7 +244,9 @@ def predict(
 
     Returns:
         A DataFrame, one row per target in order (index of ``targets``): the input columns,
-        then ``<y>_mean``, ``<y>_std``, ``<y>_lower``, ``<y>_upper`` per output column. The
+        then ``<y>_mean``, ``<y>_std``, ``<y>_lower``, ``<y>_upper`` per output column, in
+        the user's order (``x_cols`` / ``y_cols``, else the tables'; a date given for a time
+        input comes back in the model's unit, hours since 1970-01-01). The
         interval is that of the Gaussian with the predicted mean and std (for latent NPs,
         whose marginal is a mixture, the moment-matched Gaussian). ``attrs["tnpx"]`` records
         the input ranges, domain and output ``(mean, std)`` used. Every value is finite.
@@ -248,7 +255,8 @@ def predict(
         chunk at a time.
 
     Raises:
-        DataError: a missing, unreadable or malformed file, a missing column, a value that
+        DataError: a missing, unreadable or malformed file, a missing column (or, for a
+            model that stores its columns' names, one it does not know), a value that
             is not a number, a missing value (a missing output only for a model that does not
             read them, or in every output of a row), or a column count the model does not take; a
             value that in the model's units is beyond the range its arithmetic stays finite
