@@ -40,9 +40,9 @@ with those instead of the context's range and moments, so absolute inputs keep t
 (a growth curve's day 0 is day 0) and the context need not span anything. Its column names
 are stored too: the user's columns are matched to them by name, in any order, and a column it
 does not know is refused (:mod:`tnpx.apply.model_columns`); a time input it stores in hours
-since 1970-01-01 takes dates (:mod:`tnpx.apply.coordinate_units`). ``scaling="context"``, or any hand-set map (``input_scale``,
-``output_scale``, ``domain``, ``scale_inputs=False``, ``standardise_outputs=False``), uses
-the maps described above instead; the zoo's models store none and always use them. A stored
+since 1970-01-01 takes dates (:mod:`tnpx.apply.coordinate_units`). ``scaling="context"``,
+or any hand-set map (``input_scale``, ``output_scale``, ``domain``, ``scale_inputs=False``,
+``standardise_outputs=False``), uses the maps described above instead; the zoo's models store none and always use them. A stored
 normalisation that cannot be read is refused in one line, as is a recorded training experiment
 that cannot be read (never a guessed domain).
 
