@@ -42,9 +42,9 @@ are stored too: the user's columns are matched to them by name, in any order, an
 does not know is refused (:mod:`tnpx.apply.model_columns`); a time input it stores in hours
 since 1970-01-01 takes dates (:mod:`tnpx.apply.coordinate_units`). ``scaling="context"``,
 or any hand-set map (``input_scale``, ``output_scale``, ``domain``, ``scale_inputs=False``,
-``standardise_outputs=False``), uses the maps described above instead; the zoo's models store none and always use them. A stored
-normalisation that cannot be read is refused in one line, as is a recorded training experiment
-that cannot be read (never a guessed domain).
+``standardise_outputs=False``), uses the maps described above instead; the zoo's models
+store none and always use them. A stored normalisation that cannot be read is refused in one
+line, as is a recorded training experiment that cannot be read (never a guessed domain).
 
 Extrapolation. A target's *distance* is how far it lies outside the context's input range, in
 widths of that range (the largest over input columns). A zoo model's card records how far its
