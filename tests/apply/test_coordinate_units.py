@@ -141,3 +141,24 @@ def test_an_old_checkpoint_without_units_predicts_as_before(trained, tmp_path):
     torch.save(bad, tmp_path / "bad.pt")
     with pytest.raises(CheckpointError, match="stored input units cannot be read"):
         tnpx.predict(tmp_path / "bad.pt", ctx, tgt)
+
+
+def test_the_cli_plots_a_prediction_from_dates(tmp_path):
+    pytest.importorskip("matplotlib")
+    norm = {"x": {"columns": ["time"], "loc": [438300.0], "scale": [50.0], "units": [HOURS]},
+            "y": {"columns": ["v"], "loc": [0.0], "scale": [1.0]}}  # fmt: skip
+    tnpx.save(small_model("tnp"), tmp_path / "m.pt", normalisation=norm)
+    days = pd.date_range("2020-01-01", periods=6, freq="12h")
+    pd.DataFrame({"time": days.strftime("%Y-%m-%d %H:%M"), "v": np.arange(6.0)}).to_csv(
+        tmp_path / "c.csv", index=False
+    )
+    pd.DataFrame({"time": ["2020-01-02 06:00", "2020-01-03"]}).to_csv(
+        tmp_path / "t.csv", index=False
+    )
+    files = {f: str(tmp_path / f) for f in ("m.pt", "c.csv", "t.csv", "p.csv", "p.png")}
+    args = ["predict", files["m.pt"], "--context", files["c.csv"], "--targets", files["t.csv"],
+            "--out", files["p.csv"], "--plot", files["p.png"]]  # fmt: skip
+    assert main(args) == 0
+    hours = np.array(["2020-01-02T06", "2020-01-03T00"], "datetime64[h]").astype(float)
+    np.testing.assert_array_equal(pd.read_csv(tmp_path / "p.csv")["time"], hours)
+    assert (tmp_path / "p.png").stat().st_size > 1000

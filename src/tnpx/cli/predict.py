@@ -69,7 +69,8 @@ def _predict_and_write(args) -> int:
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # quiet exit
             return 0
     if sample is not None:
-        _plot_prediction(args, sample.frame(), plan.shown[: len(plan.x_cols)], plan.y_cols)
+        x_shown = plan.shown[: len(plan.x_cols)]
+        _plot_prediction(args, sample.frame(), x_shown, plan.y_cols, plan.options.units)
     return 0
 
 
@@ -144,16 +145,18 @@ def _print_scaling(record: dict) -> None:
     print(f"tnpx predict: {'; '.join(parts) or 'no rescaling'}", file=sys.stderr)
 
 
-def _plot_prediction(args, result, x_cols: list, y_cols: list) -> None:
+def _plot_prediction(args, result, x_cols: list, y_cols: list, units: dict | None) -> None:
     """The PNG of ``--plot``, written whole or not at all: curves against one input column, a
     map of the mean and std over two (:mod:`tnpx.plot.map`), its axes ``--plot-axes`` or by
-    :func:`~tnpx.plot.map.map_axes`'s convention."""
+    :func:`~tnpx.plot.map.map_axes`'s convention; the context's dates in the model's unit
+    (``units``), as the result has them."""
+    from ..apply.coordinate_units import in_model_units
     from ..output_files import atomic_write
     from ..plot import plot_prediction
     from ..plot.map import map_axes, plot_prediction_map
     from ..user_files import read_table
 
-    context = read_table(args.context, "context").frame
+    context = in_model_units(read_table(args.context, "context"), units, x_cols).frame
     if len(x_cols) == 2:
         x_cols = _plot_axes(args.plot_axes, x_cols) if args.plot_axes else list(map_axes(x_cols))
     try:
