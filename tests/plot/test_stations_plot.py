@@ -157,3 +157,24 @@ def test_a_grid_output_is_not_drawn(trained):
     model, sampler = _model_and_sampler(trained)
     with pytest.raises(ValueError, match=r"output must be a station output in \[0, 1\), got 1"):
         stations_figure(model, sampler, output=1)
+
+
+@pytest.mark.parametrize(("columns", "across"), [(["lon", "lat"], "lon"), (["x0", "x1"], "x0")])
+def test_the_maps_axes_follow_predicts_convention(columns, across):
+    """Issue 51, 8b: the station maps put a longitude-like input across, else the first, as
+    ``tnpx predict --plot`` does (:func:`tnpx.plot.map.map_axes`)."""
+    import matplotlib.pyplot as plt
+
+    from tnpx.plot.grid import PANELS
+    from tnpx.plot.stations import StationMaps, _draw_maps
+
+    points = np.array([[1.0, 10.0], [2.0, 20.0], [3.0, 30.0]])
+    values = np.array([0.1, 0.2, 0.3])
+    task = StationMaps(columns, "temp", points, values, points, values, values, values, "day 1")
+    fig, axes = plt.subplots(1, len(PANELS))
+    _draw_maps(fig, axes, task)
+    up = columns[1 - columns.index(across)]
+    assert axes[1].get_xlabel() == across and axes[0].get_ylabel().endswith(up)
+    placed = axes[1].collections[0].get_offsets()
+    np.testing.assert_allclose(placed, points[:, [columns.index(across), columns.index(up)]])
+    plt.close(fig)

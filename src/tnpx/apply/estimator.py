@@ -16,6 +16,13 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..units import box_pairs
+from .estimator_names import (
+    by_feature_names,
+    check_names,
+    dates_as_numbers,
+    input_names,
+    output_names,
+)
 from .predict import extrapolation_limits, resolve
 from .predict_missing import check_missing_y
 from .predict_steps import Options, stream_prediction
@@ -80,8 +87,12 @@ class NPRegressor(RegressorMixin, BaseEstimator):
         model_: the :class:`~tnpx.NeuralProcess` predicting.
         training_domain_: the training domain the checkpoint records, or None.
         X_, y_: copies of the context, float64, ``[n_samples, n_features]`` and ``y``'s shape.
-        n_features_in_, feature_names_in_: as scikit-learn sets them; feature names (for a
-            DataFrame ``X``) also name the columns in error messages.
+        n_features_in_, feature_names_in_: as scikit-learn sets them. Fitted on a
+            DataFrame, ``predict`` takes a DataFrame's columns by these names, in any order
+            (a missing or unknown one is refused), and a checkpoint trained on your data
+            matches them to its own names; a bare array's columns are taken by position
+            (:mod:`tnpx.apply.estimator_names`). A time input of such a checkpoint takes
+            dates in a DataFrame (:mod:`tnpx.apply.coordinate_units`).
         n_outputs_: the number of output columns (the model's ``dim_y``).
 
     Example:
@@ -140,12 +151,15 @@ class NPRegressor(RegressorMixin, BaseEstimator):
                 (``dim_y``).
             CheckpointError: ``model`` is neither a shipped name nor a readable checkpoint.
         """
-        X, y = validate_context(self, X, y)
+        resolved = None if self._is_factory() else resolve(self.model)
+        units = None if resolved is None else resolved.units
+        X, y = validate_context(self, dates_as_numbers(X, units), y)
         n_outputs = 1 if y.ndim == 1 else y.shape[1]
         self._checked_options(None)  # level, chunk_size: fail here, not at predict
         check_domain(self.domain, X.shape[1])
-        net, recorded, why, limits = self._load(X.shape[1], n_outputs)
+        net, recorded, why, limits = self._load(X.shape[1], n_outputs, resolved)
         check_dims(net, X.shape[1], n_outputs, self.model)
+        check_names(self)  # a DataFrame's columns: the model's, by name
         check_missing_y(net, y)  # NaN in y: masked for a model that reads missing outputs
         self.model_ = net
         self.training_domain_ = recorded
@@ -157,9 +171,11 @@ class NPRegressor(RegressorMixin, BaseEstimator):
         return self
 
     def _load(
-        self, dim_x: int, dim_y: int
+        self, dim_x: int, dim_y: int, resolved
     ) -> tuple[NeuralProcess, tuple[float, float] | None, str, ExtrapolationLimits]:
-        """The model, its recorded training domain (or None and why not) and its limits."""
+        """The model (``resolved``: :func:`~tnpx.apply.predict.resolve`'s, None for a
+        factory), its recorded training domain (or None and why not) and its limits."""
+        self._units = None if resolved is None else resolved.units  # dates in X: converted
         if self._is_factory():
             net = self.model(dim_x, dim_y)
             check_built(net, self.model)
@@ -167,7 +183,6 @@ class NPRegressor(RegressorMixin, BaseEstimator):
             recorded, limits = None, ExtrapolationLimits()
             self._stored = None
         else:
-            resolved = resolve(self.model)
             net, recorded, why = resolved[:3]
             self._stored = resolved.stored  # a model trained on user data: its normalisation
             limits = extrapolation_limits(self.model)
@@ -207,9 +222,10 @@ class NPRegressor(RegressorMixin, BaseEstimator):
         import pandas as pd
 
         check_is_fitted(self)
+        X = dates_as_numbers(by_feature_names(self, X), getattr(self, "_units", None))
         X = validate_data(self, X, reset=False, dtype=np.float64)
         x_cols = input_names(self)
-        y_cols = output_names(self.n_outputs_, x_cols)
+        y_cols = output_names(self, x_cols)
         context = pd.DataFrame(np.hstack([self.X_, self._y_2d()]), columns=[*x_cols, *y_cols])
         targets = pd.DataFrame(X, columns=x_cols)
         options = self._checked_options(self._limits, x_cols, y_cols)
@@ -319,22 +335,3 @@ def check_dims(net: NeuralProcess, n_features: int, n_outputs: int, model) -> No
             f"y has {n_outputs} output column(s), but the model ({describe(model)}) predicts "
             f"{net.dim_y} (its dim_y)"
         )
-
-
-def input_names(estimator: NPRegressor) -> list[str]:
-    """The input columns' names in messages: ``X``'s feature names, else ``x0``, ``x1``..."""
-    names = getattr(estimator, "feature_names_in_", None)
-    if names is not None:
-        return [str(n) for n in names]
-    return [f"x{i}" for i in range(estimator.n_features_in_)]
-
-
-def output_names(n_outputs: int, taken: list[str]) -> list[str]:
-    """``y0``, ``y1``...: the output columns' names, each made unlike every input's."""
-    names = []
-    for j in range(n_outputs):
-        name = f"y{j}"
-        while name in taken:
-            name += "_"
-        names.append(name)
-    return names

@@ -37,12 +37,14 @@ Stored normalisation. A checkpoint trained with ``tnpx train`` on a user's data 
 source, say) stores the affine maps its data were normalised with, fitted on the training
 tasks only (``(value - loc) / scale`` per input and output column). ``predict`` then maps
 with those instead of the context's range and moments, so absolute inputs keep their meaning
-(a growth curve's day 0 is day 0) and the context need not span anything; the columns default
-to the ones it was trained on. ``scaling="context"``, or any hand-set map (``input_scale``,
-``output_scale``, ``domain``, ``scale_inputs=False``, ``standardise_outputs=False``), uses
-the maps described above instead; the zoo's models store none and always use them. A stored
-normalisation that cannot be read is refused in one line, as is a recorded training experiment
-that cannot be read (never a guessed domain).
+(a growth curve's day 0 is day 0) and the context need not span anything. Its column names
+are stored too: the user's columns are matched to them by name, in any order, and a column it
+does not know is refused (:mod:`tnpx.apply.model_columns`); a time input it stores in hours
+since 1970-01-01 takes dates (:mod:`tnpx.apply.coordinate_units`). ``scaling="context"``,
+or any hand-set map (``input_scale``, ``output_scale``, ``domain``, ``scale_inputs=False``,
+``standardise_outputs=False``), uses the maps described above instead; the zoo's models
+store none and always use them. A stored normalisation that cannot be read is refused in one
+line, as is a recorded training experiment that cannot be read (never a guessed domain).
 
 Extrapolation. A target's *distance* is how far it lies outside the context's input range, in
 widths of that range (the largest over input columns). A zoo model's card records how far its
@@ -91,12 +93,14 @@ class Resolved(NamedTuple):
     """A model to predict with and what its checkpoint records about its data: the training
     domain (None where unknown, ``why`` it is), and the stored normalisation of a model trained
     on a user's data (``(UnitMap, x_columns, y_columns)``, :func:`tnpx.checkpoint.stored_units`;
-    None for a prior-trained model)."""
+    None for a prior-trained model) with its inputs' units (``{column: unit}``,
+    :func:`tnpx.checkpoint.stored_input_units`; None where it records none)."""
 
     net: NeuralProcess
     domain: tuple[float, float] | None
     why: str
     stored: tuple | None = None
+    units: dict | None = None
 
 
 def resolve(model) -> Resolved:
@@ -119,6 +123,7 @@ def resolve(model) -> Resolved:
         experiment_from_record,
         model_from_record,
         read_checkpoint,
+        stored_input_units,
         stored_units,
     )
     from ..zoo import checkpoint_file
@@ -127,6 +132,7 @@ def resolve(model) -> Resolved:
     record = read_checkpoint(path)
     net = model_from_record(record, path).eval()
     stored = stored_units(record, path)
+    units = stored_input_units(record, path) if stored is not None else None
     try:
         experiment = experiment_from_record(record)
     except ValueError as err:  # recorded by another tnpx version, say: never guess a domain
@@ -135,10 +141,10 @@ def resolve(model) -> Resolved:
             "the tnpx that trained it, or re-save the model with tnpx.save"
         ) from None
     if experiment is None:
-        return Resolved(net, None, f"{path} records no training experiment", stored)
+        return Resolved(net, None, f"{path} records no training experiment", stored, units)
     domain = training_domain(experiment)
     why = f"{path}'s data sampler {experiment.data.get('name')!r} has no domain"
-    return Resolved(net, domain, why, stored)
+    return Resolved(net, domain, why, stored, units)
 
 
 def resolve_model(model) -> tuple[NeuralProcess, tuple[float, float] | None, str]:
@@ -212,8 +218,11 @@ def predict(
             ``missing_outputs=True``): they are masked, and each output is standardised by
             its observed values (:mod:`tnpx.apply.predict_missing`).
         targets: a DataFrame or CSV path with the input columns.
-        x_cols, y_cols: input and output column names; by default every column of
-            ``targets`` is an input and every other column of ``context`` an output.
+        x_cols, y_cols: input and output column names. For a checkpoint that stores its
+            columns' names (trained on your data) they are matched to those by name, in any
+            order (default: the model's names); for any other model they go to it in the
+            order given (default: every column of ``targets`` is an input and every other
+            column of ``context`` an output).
         scale_inputs: map inputs affinely, per column, from the context's range onto the
             model's training domain (see the module docstring); False passes them unchanged.
         standardise_outputs: standardise outputs by the context's mean and std and map the
@@ -235,7 +244,9 @@ def predict(
 
     Returns:
         A DataFrame, one row per target in order (index of ``targets``): the input columns,
-        then ``<y>_mean``, ``<y>_std``, ``<y>_lower``, ``<y>_upper`` per output column. The
+        then ``<y>_mean``, ``<y>_std``, ``<y>_lower``, ``<y>_upper`` per output column, in
+        the user's order (``x_cols`` / ``y_cols``, else the tables'; a date given for a time
+        input comes back in the model's unit, hours since 1970-01-01). The
         interval is that of the Gaussian with the predicted mean and std (for latent NPs,
         whose marginal is a mixture, the moment-matched Gaussian). ``attrs["tnpx"]`` records
         the input ranges, domain and output ``(mean, std)`` used. Every value is finite.
@@ -244,7 +255,8 @@ def predict(
         chunk at a time.
 
     Raises:
-        DataError: a missing, unreadable or malformed file, a missing column, a value that
+        DataError: a missing, unreadable or malformed file, a missing column (or, for a
+            model that stores its columns' names, one it does not know), a value that
             is not a number, a missing value (a missing output only for a model that does not
             read them, or in every output of a row), or a column count the model does not take; a
             value that in the model's units is beyond the range its arithmetic stays finite
@@ -259,7 +271,7 @@ def predict(
     options = Options(
         x_cols, y_cols, scale_inputs, standardise_outputs, input_scale, output_scale, domain,
         level, chunk_size, drop_missing, allow_extrapolation, extrapolation_limits(model),
-        scaling, resolved.stored,
+        scaling, resolved.stored, resolved.units,
     )  # fmt: skip
     net, recorded, why = resolved[:3]
     plan, blocks = stream_prediction(net, recorded, why, context, targets, options, rows=None)

@@ -22,8 +22,10 @@ import numpy as np
 import torch
 
 from ..units import UnitMap
-from ..user_files import choose_columns, read_table, warn_user
+from ..user_files import read_table, warn_user
 from ..user_table import Dropped, UserTable
+from .coordinate_units import in_model_units, units_of
+from .model_columns import model_columns
 from .predict_checks import check_finite_result, check_model_range, check_units, no_targets
 from .predict_missing import masked_outputs, read_context
 from .table_chunks import Reads, open_chunked, read_chunks
@@ -56,6 +58,7 @@ class Options:
     limits: ExtrapolationLimits | None = None  # the model's (extrapolation_limits); None: default
     scaling: str = "auto"  # auto: a checkpoint's stored normalisation if any | stored | context
     stored: tuple | None = None  # the checkpoint's (UnitMap, x_columns, y_columns) (resolve)
+    units: dict | None = None  # the checkpoint's {input column: unit} (coordinate_units)
 
     def __post_init__(self):
         if self.scaling not in SCALINGS:
@@ -83,6 +86,7 @@ class Plan:
     far: FarTargets
     options: Options
     observed: np.ndarray | None = None
+    shown: list | None = None  # the result's columns in the user's order (model_columns)
 
     @property
     def dtype(self) -> torch.dtype:
@@ -258,7 +262,7 @@ def predict_block(plan: Plan, targets: UserTable) -> pd.DataFrame:
         mean, std = plan.units.mean_to_user(mean), plan.units.std_to_user(std)
         frame = prediction_frame(targets.inputs(), plan.y_cols, mean, std, plan.options.level)
     check_finite_result(table, positions, frame, len(plan.x_cols))
-    return frame
+    return frame if plan.shown is None else frame[plan.shown]
 
 
 def stream_prediction(
@@ -276,15 +280,12 @@ def stream_prediction(
     rows = rows if can_stream(net) else None
     ctx = read_table(context, "context")
     head, chunks = open_chunked(targets, "targets", rows)
-    x_default, y_default = options.x_cols, options.y_cols
-    if options.stored is not None and x_default is None and y_default is None:
-        # the columns the model was trained on, where both tables have them
-        _, x_names, y_names = options.stored
-        if set(x_names) <= set(head.frame.columns) and set(x_names + y_names) <= set(
-            ctx.frame.columns
-        ):
-            x_default, y_default = x_names, y_names
-    x_cols, y_cols = choose_columns(ctx, head, x_default, y_default, net.dim_x, net.dim_y)
+    columns = model_columns(
+        ctx, head, options.x_cols, options.y_cols, options.stored, net.dim_x, net.dim_y
+    )  # by name where the model knows its columns' names
+    x_cols, y_cols = columns.x, columns.y
+    units = options.units  # dates in a time input: numbers in the stored unit
+    ctx, chunks = in_model_units(ctx, units, x_cols), units_of(chunks, units, x_cols)
     context = read_context(ctx, x_cols, y_cols, net, options.drop_missing)
     # each chunk of targets read once; a table whole in memory (rows None) is kept for the
     # second pass, a file read in chunks is read again (memory stays bounded by a chunk)
@@ -294,6 +295,7 @@ def stream_prediction(
         return target_extremes(reads, options.drop_missing, head.name)
 
     plan = plan_prediction(net, recorded, why, context, extremes, options)
+    plan.shown = columns.result_order()
     return plan, _blocks(plan, reads, head.name)
 
 

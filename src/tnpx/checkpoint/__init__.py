@@ -20,6 +20,7 @@ from .records import (
     read_checkpoint,
     save,
     state_mismatch,
+    stored_input_units,
     stored_units,
     upgrade_state_dict,
 )
@@ -37,6 +38,7 @@ __all__ = [
     "read_checkpoint",
     "save",
     "state_mismatch",
+    "stored_input_units",
     "stored_units",
     "upgrade_state_dict",
 ]

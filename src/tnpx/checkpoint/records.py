@@ -256,3 +256,28 @@ def stored_units(record: dict, source: str | os.PathLike):
             f"{source}: its stored normalisation cannot be read ({err}); retrain or re-save it"
         ) from None
     return UnitMap(maps["x"], maps["y"]), columns["x"], columns["y"]
+
+
+def stored_input_units(record: dict, source: str | os.PathLike) -> dict[str, str] | None:
+    """The unit of each input column a checkpoint's stored normalisation records
+    (``record["normalisation"]["x"]["units"]``: ``"hours since 1970-01-01"`` for a time input,
+    ``""`` for a plain number), as ``{column: unit}``; None where it records none (an older
+    checkpoint, a table source's: prediction then takes numbers, as it always did).
+
+    Raises:
+        CheckpointError: the units are there but are not one string per input column.
+    """
+    part = (record.get("normalisation") or {}).get("x")
+    units = part.get("units") if isinstance(part, dict) else None
+    if units is None:
+        return None
+    columns = list(part.get("columns") or [])
+    if not isinstance(units, list) or len(units) != len(columns):
+        bad = f"expected one per input column ({len(columns)})"
+    elif not all(isinstance(u, str) for u in units):
+        bad = "expected strings"
+    else:
+        return dict(zip(columns, units))
+    raise CheckpointError(
+        f"{source}: its stored input units cannot be read ({bad}); retrain or re-save it"
+    )

@@ -43,11 +43,16 @@ def _predict_and_write(args) -> int:
             f"--plot needs one or two input columns (dim_x = 1 or 2); {args.model} takes "
             f"{net.dim_x}. Leave out --plot"
         )
+    if args.plot_axes and (not args.plot or net.dim_x != 2):
+        raise ValueError(
+            "--plot-axes chooses the axes of --plot's map: it needs --plot and a model with "
+            f"two input columns ({args.model} takes {net.dim_x})"
+        )
     options = Options(
         args.x_cols, args.y_cols, not args.no_scale_inputs, not args.no_standardise,
         args.input_range, args.output_scale, args.domain, args.level, args.chunk_size,
         args.drop_missing, args.allow_extrapolation, extrapolation_limits(args.model),
-        args.scaling, resolved.stored,
+        args.scaling, resolved.stored, resolved.units,
     )  # fmt: skip
     plan, blocks = stream_prediction(
         net, recorded, why, args.context, args.targets, options, rows=args.chunk_size
@@ -64,7 +69,8 @@ def _predict_and_write(args) -> int:
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # quiet exit
             return 0
     if sample is not None:
-        _plot_prediction(args, sample.frame(), plan.x_cols, plan.y_cols)
+        x_shown = plan.shown[: len(plan.x_cols)]
+        _plot_prediction(args, sample.frame(), x_shown, plan.y_cols, plan.options.units)
     return 0
 
 
@@ -139,15 +145,20 @@ def _print_scaling(record: dict) -> None:
     print(f"tnpx predict: {'; '.join(parts) or 'no rescaling'}", file=sys.stderr)
 
 
-def _plot_prediction(args, result, x_cols: list, y_cols: list) -> None:
+def _plot_prediction(args, result, x_cols: list, y_cols: list, units: dict | None) -> None:
     """The PNG of ``--plot``, written whole or not at all: curves against one input column, a
-    map of the mean and std over two (:mod:`tnpx.plot.map`)."""
+    map of the mean and std over two (:mod:`tnpx.plot.map`), its axes ``--plot-axes`` or by
+    :func:`~tnpx.plot.map.map_axes`'s convention; the context's dates in the model's unit
+    (``units``), as the result has them."""
+    from ..apply.coordinate_units import in_model_units
     from ..output_files import atomic_write
     from ..plot import plot_prediction
-    from ..plot.map import plot_prediction_map
+    from ..plot.map import map_axes, plot_prediction_map
     from ..user_files import read_table
 
-    context = read_table(args.context, "context").frame
+    context = in_model_units(read_table(args.context, "context"), units, x_cols).frame
+    if len(x_cols) == 2:
+        x_cols = _plot_axes(args.plot_axes, x_cols) if args.plot_axes else list(map_axes(x_cols))
     try:
         Path(args.plot).parent.mkdir(parents=True, exist_ok=True)
         with atomic_write(args.plot) as tmp:
@@ -160,17 +171,31 @@ def _plot_prediction(args, result, x_cols: list, y_cols: list) -> None:
     print(f"wrote {args.plot}", file=sys.stderr)
 
 
+def _plot_axes(chosen: list, x_cols: list) -> list:
+    """``--plot-axes ACROSS UP``, checked to be the two input columns."""
+    for col in chosen:
+        if col not in x_cols:
+            raise ValueError(f"--plot-axes: {col!r} is not an input column; they are {x_cols}")
+    if chosen[0] == chosen[1]:
+        raise ValueError(f"--plot-axes names {chosen[0]!r} twice; name both input columns")
+    return list(chosen)
+
+
 def add_predict(sub) -> None:
     p = sub.add_parser(
         "predict",
         help="predict at your own target inputs given your own context data",
         description="Predict the outputs at TARGETS given CONTEXT (CSV files with a header row) "
-        "with the model in checkpoint MODEL. By default every column of TARGETS is an input and "
-        "every other column of CONTEXT an output. Inputs are mapped per column from the "
-        "context's range onto the model's training domain and outputs standardised by the "
-        "context's mean and std; predictions are mapped back to your units. Writes the target "
-        "inputs and, per output Y, Y_mean, Y_std, Y_lower, Y_upper (CSV, to stdout without "
-        "--out).",
+        "with the model in checkpoint MODEL. A model trained on your data (tnpx train) knows "
+        "its columns: yours are matched to them by name, in any order (a column it does not "
+        "know is refused), and mapped with the normalisation it stores (fitted on its training "
+        "tasks); a time input it stores in hours since 1970-01-01 also takes dates "
+        "(2010-05-01 12:00). Any other model (a pretrained one) takes every column of TARGETS "
+        "as an input and every other column of CONTEXT as an output, in the order given; its "
+        "inputs are mapped per column from the context's range onto the model's training "
+        "domain and its outputs standardised by the context's mean and std. Predictions are "
+        "mapped back to your units. Writes the target inputs and, per output Y, Y_mean, Y_std, "
+        "Y_lower, Y_upper (CSV, to stdout without --out), in your columns' order.",
     )
     add_model_argument(p)
     p.add_argument("--context", required=True, metavar="FILE", help="observed points (CSV)")
@@ -179,7 +204,14 @@ def add_predict(sub) -> None:
     p.add_argument(
         "--plot",
         metavar="FILE",
-        help="PNG of the predictions: curves (one input column) or a map (two)",
+        help="PNG of the predictions: curves (one input column) or a map (two: a "
+        "longitude-like column across and a latitude-like one up, else the first across)",
+    )
+    p.add_argument(
+        "--plot-axes",
+        nargs=2,
+        metavar=("ACROSS", "UP"),
+        help="the input columns across and up in --plot's map (default: as --plot says)",
     )
     add_x_cols(p)
     p.add_argument("--y-cols", nargs="+", metavar="COL", help="output columns")

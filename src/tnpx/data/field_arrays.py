@@ -11,6 +11,11 @@ from __future__ import annotations
 
 import numpy as np
 
+# The unit of a time coordinate's float64 inputs (:func:`time_values`); a non-standard calendar's
+# dates (cftime) are counted in their own calendar, named after it: :func:`time_unit`.
+TIME_UNIT = "hours since 1970-01-01"
+STANDARD_CALENDARS = ("standard", "gregorian", "proleptic_gregorian")
+
 
 def mean_std(values: np.ndarray, weights: np.ndarray) -> tuple[float, float]:
     """The weighted mean and standard deviation of ``values`` (any shape, flattened; ``weights``
@@ -33,4 +38,12 @@ def time_values(times: np.ndarray) -> np.ndarray:
     raise TypeError(f"the time axis must be datetime64 or numeric, got {times.dtype}")
 
 
-__all__ = ["mean_std", "time_values"]
+def time_unit(calendar: str | None = None) -> str:
+    """:data:`TIME_UNIT`, with the calendar in brackets where it is not the standard one (so
+    ``"hours since 1970-01-01 (360_day)"``): the unit a checkpoint stores for a time input."""
+    if calendar is None or calendar.lower() in STANDARD_CALENDARS:
+        return TIME_UNIT
+    return f"{TIME_UNIT} ({calendar})"
+
+
+__all__ = ["STANDARD_CALENDARS", "TIME_UNIT", "mean_std", "time_unit", "time_values"]

@@ -5,6 +5,11 @@ over the targets' box, with the context points marked.
 Targets at arbitrary points are drawn as an interpolated image (a triangulation of the targets,
 filled contours), or as coloured points where they cannot be triangulated (fewer than three, or
 all on one line).
+
+Axes (:func:`map_axes`): a longitude-like input column (``lon``, ``longitude``, ``lng``) goes
+across and a latitude-like one (``lat``, ``latitude``) up, whatever their order; otherwise the
+first input column goes across and the second up. ``tnpx predict --plot-axes ACROSS UP``
+chooses them by hand.
 """
 
 from __future__ import annotations
@@ -17,6 +22,20 @@ from ..extras import pyplot
 from .figures import save_figure
 
 PANELS = ("mean", "std")  # the columns of a map figure, one row per output
+LONGITUDE_LIKE, LATITUDE_LIKE = ("lon", "lng"), ("lat",)  # name prefixes, any case
+
+
+def map_axes(columns: list) -> tuple:
+    """``(across, up)`` for a map of the two input ``columns`` (the module's convention): a
+    longitude-like column across, a latitude-like one up, else the first across."""
+    first, second = columns
+
+    def like(col, prefixes) -> bool:
+        return str(col).lower().startswith(prefixes)
+
+    if like(second, LONGITUDE_LIKE) or like(first, LATITUDE_LIKE):
+        return second, first
+    return first, second
 
 
 def prediction_map_figure(

@@ -3,7 +3,9 @@ context stations and the target stations coloured by the predictive mean, the pr
 standard deviation and the truth, in the data's units (the stored normalisation undone), axes
 named by the input columns.
 
-A map's axes are the first two input columns (the ``coords``: lat and lon, say); any other
+A map's axes are the first two input columns (the ``coords``: lat and lon, say), a
+longitude-like one across and a latitude-like one up, else the first across
+(:func:`tnpx.plot.map.map_axes`, as ``tnpx predict --plot`` draws them); any other
 input (``<time>_offset`` with ``time_as_input``) is not drawn, so readings of one station at
 several times in a window share a place. A source with one input column is drawn along it:
 the context readings, the targets' truth and their means with a ±2σ bar. With a grid as
@@ -28,6 +30,7 @@ from ..models import NeuralProcess
 from .data_units import DataUnits, _real
 from .figures import save_figure
 from .grid import PANELS
+from .map import map_axes
 
 
 @dataclass
@@ -123,7 +126,9 @@ def _draw_maps(fig, axes, task: StationMaps) -> None:
     """A row of :data:`PANELS` maps of one task."""
     lo = float(np.nanmin(np.concatenate([task.truth, task.mean, task.context_y])))
     hi = float(np.nanmax(np.concatenate([task.truth, task.mean, task.context_y])))
-    (cy, cx), (ty, tx) = task.context_x.T, task.target_x.T  # rows: the first column, as grids
+    # across and up as tnpx.plot.map.map_axes says (longitude-like across, else the first)
+    across, up = (task.columns.index(c) for c in map_axes(task.columns))
+    (cx, cy), (tx, ty) = task.context_x[:, [across, up]].T, task.target_x[:, [across, up]].T
     values = {"context": task.context_y, "mean": task.mean, "std": task.std, "truth": task.truth}
     for ax, panel in zip(axes, PANELS):
         std = panel == "std"
@@ -138,9 +143,9 @@ def _draw_maps(fig, axes, task: StationMaps) -> None:
             fig.colorbar(dots, ax=ax, fraction=0.05, pad=0.02, label=label)
         title = f"context ({len(cx)} stations)" if panel == "context" else panel
         ax.set_title(title, fontsize=8)
-        ax.set_xlabel(task.columns[1], fontsize=8)
+        ax.set_xlabel(task.columns[across], fontsize=8)
         ax.tick_params(labelsize=7)
-    axes[0].set_ylabel(f"{task.task}\n{task.columns[0]}", fontsize=8)
+    axes[0].set_ylabel(f"{task.task}\n{task.columns[up]}", fontsize=8)
 
 
 def _draw_line(ax, task: StationMaps) -> None:

@@ -89,6 +89,8 @@ class GridSampler(TaskSampler):
         if normalisation is None:
             moments.check(data)
             normalisation = moments.normalisation(data, self.x, c.normalise)
+            # each input's unit, so that prediction can take dates (tnpx.apply.coordinate_units)
+            normalisation["x"]["units"] = [data.units.get(v, "") for v in [*self.x, *self.static]]
         else:  # given maps (TE-4's, a checkpoint's) need no training data, only its columns
             _check_given(normalisation, [*self.x, *self.static], self.y)
         self._normalisation = normalisation

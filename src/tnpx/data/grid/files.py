@@ -26,7 +26,7 @@ import numpy as np
 
 from ...extras import require
 from ...user_files import DataError
-from ..field_arrays import time_values
+from ..field_arrays import time_unit, time_values
 
 if TYPE_CHECKING:  # pragma: no cover
     import xarray
@@ -49,7 +49,8 @@ class GridData:
     """Output variables ``y`` on ``dims`` (sizes ``sizes``, after ``select``) and the static
     inputs. ``coords[dim]``: float64 inputs ``[sizes[d]]``; ``labels[dim]``: the coordinate as
     a pandas Index, for ``select``-style boxes; ``statics[name]``: ``(dims, float64 array)``;
-    ``name``: the file(s) in messages."""
+    ``name``: the file(s) in messages; ``units[dim or static]``: the unit of its inputs
+    (:func:`coordinate_unit`)."""
 
     name: str
     y: list[str]
@@ -62,6 +63,7 @@ class GridData:
     joined: int = 0  # the dim the parts are joined along
     lazy: bool = True
     itemsize: int = field(default=8)
+    units: dict[str, str] = field(default_factory=dict)
 
     @property
     def nbytes(self) -> int:
@@ -159,8 +161,25 @@ def open_grid(
     coords = {d: coordinate_values(labels[d], f"{name}: coordinate {d!r}") for d in dims}
     statics = _statics(static, static_path, datasets[0], labels, dims, name)
     itemsize = max(np.dtype(first.dtype).itemsize, 4)
+    attrs = {v: datasets[0][v].attrs for v in [*dims, *statics] if v in datasets[0].variables}
+    units = {v: coordinate_unit(labels.get(v, []), attrs.get(v, {})) for v in [*dims, *statics]}
     return GridData(name, list(y), dims, sizes, coords, labels, statics, parts, joined,
-                    itemsize=itemsize)  # fmt: skip
+                    itemsize=itemsize, units=units)  # fmt: skip
+
+
+def coordinate_unit(index, attrs: dict) -> str:
+    """The unit of a coordinate's inputs (:func:`coordinate_values`), which a checkpoint
+    stores: hours since 1970-01-01 for dates (their calendar named where not the standard
+    one: :func:`~tnpx.data.field_arrays.time_unit`), hours for time spans, else the CF
+    ``units`` attribute (``"degrees_north"``; ``""`` where there is none)."""
+    values = np.asarray(index)
+    if values.dtype == object and len(values) and hasattr(values[0], "calendar"):
+        return time_unit(values[0].calendar)
+    if np.issubdtype(values.dtype, np.datetime64):
+        return time_unit()
+    if np.issubdtype(values.dtype, np.timedelta64):
+        return "hours"
+    return str(attrs.get("units", ""))
 
 
 def coordinate_values(index, where: str) -> np.ndarray:
