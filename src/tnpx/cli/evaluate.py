@@ -47,7 +47,17 @@ def _data_overrides(items: list[str]) -> dict:
     return OmegaConf.to_container(OmegaConf.from_dotlist(items)) if items else {}
 
 
+def _print_flags(flags: list[str]) -> list[str]:
+    """Each coverage flag as a warning line on stderr (and under the table); returns them."""
+    if flags:
+        print("\n" + "\n".join(f"warning: {line}" for line in flags))
+        for line in flags[:1]:  # the headline also where only stderr is read
+            print(f"tnpx eval: warning: {line}", file=sys.stderr)
+    return flags
+
+
 def _eval(args) -> int:
+    from ..evaluation.coverage_flags import coverage_flags
     from ..evaluation.protocol import build_test_sampler, evaluate, format_table
 
     stem = _resolve_checkpoint(args)
@@ -59,6 +69,7 @@ def _eval(args) -> int:
         return _eval_user_tasks(args, model, sampler, cfg, stem)
     metrics = evaluate(model, sampler, cfg.eval.n_batches, oracle=not args.no_oracle, progress=True)
     print(format_table([metrics]))
+    flags = _print_flags(coverage_flags(metrics.coverage95, [], sampler))
     out = Path(args.out) if args.out else stem.with_suffix(".eval.json")
     out.write_text(
         json.dumps(
@@ -67,6 +78,7 @@ def _eval(args) -> int:
                 "data": args.data,
                 "n_batches": cfg.eval.n_batches,
                 **metrics.as_dict(),
+                "coverage_flags": flags,
             },
             indent=2,
         )
@@ -78,7 +90,8 @@ def _eval(args) -> int:
 def _eval_user_tasks(args, model, sampler, cfg, stem: Path) -> int:
     """``tnpx eval`` of a model trained on a user's data: its held-out test tasks in the data's
     units beside a GP fitted per task and the context's moments (``--no-baselines``: alone)."""
-    from ..evaluation.user_tasks import BASELINES, evaluate_tasks, format_task_table
+    from ..evaluation.coverage_flags import CoverageBin, coverage_flags, format_coverage_bins
+    from ..evaluation.user_tasks import BASELINES, evaluate_tasks, format_task_table, se_assumptions
 
     baselines = () if args.no_baselines else BASELINES
     if "gp" in baselines and importlib.util.find_spec("gpytorch") is None:
@@ -87,12 +100,17 @@ def _eval_user_tasks(args, model, sampler, cfg, stem: Path) -> int:
         baselines = tuple(b for b in baselines if b != "gp")
     rows = evaluate_tasks(model, sampler, cfg.eval.n_batches, baselines)
     print(format_task_table(rows))
+    bins = [CoverageBin(**b) for b in rows[0].coverage_by_ctx]
+    print(f"\n{rows[0].model}'s 95% coverage by context size:\n{format_coverage_bins(bins)}")
+    flags = _print_flags(coverage_flags(rows[0].coverage95, bins, sampler))
     out = Path(args.out) if args.out else stem.with_suffix(".eval.json")
     report = {
         "checkpoint": str(args.checkpoint),
         "data": args.data,
         "n_batches": cfg.eval.n_batches,
         "units": "the data's (LL per target point; RMSE per output column)",
+        "standard_errors": se_assumptions(rows[0]),
+        "coverage_flags": flags,
         "rows": [r.as_dict() for r in rows],
     }
     out.write_text(json.dumps(report, indent=2))
@@ -150,7 +168,10 @@ def add_eval(sub) -> None:
         "eval",
         help="score a checkpoint on its experiment's test set",
         description="LL per target ± s.e. over test tasks, the GP oracle on the "
-        "same tasks, the gap, and 95% coverage; prints a table and writes JSON.",
+        "same tasks, the gap, and 95% coverage; prints a table and writes JSON. On a user's "
+        "data: in the data's units beside a per-task GP, with a second s.e. over the split's "
+        "clusters (test months, regions or tasks; the output names them), and coverage by "
+        "context size; coverage below 0.85 or above 0.99 is flagged with its likely causes.",
     )
     _add_checkpoint_and_data(p)
     p.add_argument("--n-batches", type=int, help="number of test batches")

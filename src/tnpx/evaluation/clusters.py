@@ -57,7 +57,7 @@ def cluster_rule(sampler: TaskSampler) -> ClusterRule:
         unit = "test task (every draw of one task is one unit"
         if getattr(sampler.table_config, "split_by", "task") == "region":
             unit += "; tasks of one held-out region are still counted apart"
-        return ClusterRule(unit + ")", lambda b, i: [str(keys[k]) for k in b.info["task"]])
+        return ClusterRule(unit + ")", lambda b, i: [str(keys[k]) for k in b.info["task"].tolist()])
     return ClusterRule(
         "test batch (the source names no split unit: batches assumed independent)",
         lambda b, i: [f"batch {i}"] * b.xc.shape[0],
@@ -74,7 +74,9 @@ def _grid_rule(sampler) -> ClusterRule:
         f"{dim!r} block of {width} point{'s' * (width > 1)} (test windows starting in one block "
         "are one unit; blocks assumed independent)"
     )
-    return ClusterRule(unit, lambda b, i: [str(o) for o in (b.info["origin_index"][:, d] // width)])
+    return ClusterRule(
+        unit, lambda b, i: [str(o) for o in (b.info["origin_index"][:, d] // width).tolist()]
+    )
 
 
 def _stations_rule(sampler) -> ClusterRule:
@@ -83,7 +85,9 @@ def _stations_rule(sampler) -> ClusterRule:
     dated = all(len(k) >= 10 and k[4] == "-" and k[7] == "-" for k in keys)
     days = [k[:10] if dated else k for k in keys]
     unit = "day of the test tasks" if dated else "test task (its time step or window)"
-    return ClusterRule(f"{unit}; assumed independent", lambda b, i: [days[k] for k in b.info["task"]])
+    return ClusterRule(
+        f"{unit}; assumed independent", lambda b, i: [days[k] for k in b.info["task"].tolist()]
+    )
 
 
 def clustered_se(values: np.ndarray, labels: np.ndarray) -> tuple[float, float, int]:
