@@ -202,9 +202,12 @@ def se_assumptions(row: TaskMetrics) -> str:
     tasks = f"s.e. over tasks: each of the {row.n_tasks} test tasks independent"
     if not row.n_clusters:
         return f"{tasks} (optimistic where tasks overlap or repeat)."
-    few = " (under 10 clusters: a rough size)" if row.n_clusters < 10 else ""
     if row.n_clusters < 2:
-        few = " (one cluster: no s.e., nan)"
+        return (
+            f"{tasks}, which they are not: they all lie in one {row.cluster_unit}, so no s.e. "
+            "over clusters can be estimated (nan): hold out more of the split unit."
+        )
+    few = " (under 10 clusters: a rough size)" if row.n_clusters < 10 else ""
     return (
         f"{tasks} (optimistic where tasks overlap or repeat); s.e. over clusters: "
         f"{row.n_clusters} clusters, one per {row.cluster_unit}{few}. Quote the second."
