@@ -128,6 +128,11 @@ def _plot(args) -> int:
     sampler = build_test_sampler(cfg, **_data_overrides(args.data))
     out = Path(args.out) if args.out else stem.with_suffix(".png")
     source = cfg.data["name"]
+    chosen = [o for o in ("time", "period", "region", "select") if getattr(args, o)]
+    if source != "grid" and (chosen or args.split != "test"):
+        given = " ".join(f"--{o}" for o in chosen or ["split"])
+        raise ValueError(f"{given}: chooses the windows of a grid; the {source!r} source's "
+                         "plot draws its test tasks")  # fmt: skip
     if source in ("image", "grid", "stations") and args.samples:
         drawn = {"image": "images", "grid": "grid maps", "stations": "station maps"}[source]
         raise SystemExit(f"tnpx plot: --samples draws 1D function samples, not {drawn}")
@@ -136,7 +141,8 @@ def _plot(args) -> int:
     elif source == "grid":  # the same four panels as maps of a window, in the data's units
         from ..plot.grid import plot_grid_tasks
 
-        plot_grid_tasks(model, sampler, out, n_tasks=args.n_tasks)
+        sampler, n_tasks = _chosen_windows(args, sampler)
+        plot_grid_tasks(model, sampler, out, n_tasks=n_tasks, split=args.split)
     elif source == "stations":  # context stations, then targets by mean, std and truth
         from ..plot.stations import plot_stations_tasks
 
@@ -153,6 +159,19 @@ def _plot(args) -> int:
         )
     print(f"wrote {out}")
     return 0
+
+
+def _chosen_windows(args, sampler):
+    """The grid sampler restricted to the period and region asked for (all of ``--split``'s
+    windows without), and how many tasks to draw: ``--n-tasks``, or fewer where fewer lie
+    there."""
+    from ..plot.grid_select import restricted, selection_box
+
+    box = selection_box(sampler, args.time, args.period, args.region, args.select)
+    if not box and args.split == "test":
+        return sampler, args.n_tasks
+    view = restricted(sampler, box, args.split)
+    return view, min(args.n_tasks, len(view.windows(args.split)))
 
 
 def _add_checkpoint_and_data(p) -> None:
@@ -198,5 +217,19 @@ def add_plot(sub) -> None:
         metavar="N",
         help="also draw N joint function samples per task (autoregressive rollout)",
     )
+    where = p.add_argument_group(
+        "grid: which windows",
+        "Draw the windows lying wholly inside a period and region (the grid config's select "
+        "box), spread evenly over them; dates as dates. Time axes are labelled with dates.",
+    )
+    where.add_argument("--time", metavar="DATE", help="one date or period: 2010, 2010-05")
+    where.add_argument("--period", nargs=2, metavar=("START", "END"),
+                       help="from START to END, both included: 2010-01 2010-06")  # fmt: skip
+    where.add_argument("--region", nargs=4, type=float, metavar=("LAT0", "LAT1", "LON0", "LON1"),
+                       help="a latitude and longitude box (dims named lat..., lon...)")  # fmt: skip
+    where.add_argument("--select", nargs="*", default=[], metavar="DIM=LO:HI",
+                       help="any dims' ranges, as the config's select (LO,HI for dates with ':')")  # fmt: skip
+    where.add_argument("--split", choices=("test", "val", "train"), default="test",
+                       help="the split whose windows are drawn (default test)")  # fmt: skip
     p.add_argument("--out", help="PNG output (default: CHECKPOINT.png)")
     p.set_defaults(func=_plot)
