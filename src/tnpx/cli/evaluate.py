@@ -228,7 +228,7 @@ def add_plot(sub) -> None:
     where.add_argument("--region", nargs=4, type=float, metavar=("LAT0", "LAT1", "LON0", "LON1"),
                        help="a latitude and longitude box (dims named lat..., lon...)")  # fmt: skip
     where.add_argument("--select", nargs="*", default=[], metavar="DIM=LO:HI",
-                       help="any dims' ranges, as the config's select (LO,HI for dates with ':')")  # fmt: skip
+                       help="dims' ranges as in select (LO,HI: dates with ':')")  # fmt: skip
     where.add_argument("--split", choices=("test", "val", "train"), default="test",
                        help="the split whose windows are drawn (default test)")  # fmt: skip
     p.add_argument("--out", help="PNG output (default: CHECKPOINT.png)")
