@@ -24,7 +24,7 @@ from ..data.grid import GridSampler
 from ..extras import pyplot
 from ..models import NeuralProcess
 from .figures import save_figure
-from .grid_select import date_formatter, date_text, label_text, time_dims
+from .grid_select import date_axis, date_text, label_text, on_grid, time_dims
 
 PANELS = ("context", "mean", "std", "truth")  # a task's row of :func:`grid_figure`
 
@@ -39,7 +39,8 @@ class WindowMaps:
     window spanning one dim); ``extent``: imshow's ``[left, right, bottom, top]``, the outer
     cell edges; ``fixed``: the other input dims' values at the slice. ``context_points``
     ``[n_ctx, dim_x]``: every context point of the window (data units, inputs in ``x`` order),
-    ``in_slice [n_ctx]``: those drawn on the map."""
+    ``in_slice [n_ctx]``: those drawn on the map. ``cells``: each map dim's coordinate values,
+    cell by cell (data units, increasing)."""
 
     truth: np.ndarray
     context: np.ndarray
@@ -51,6 +52,7 @@ class WindowMaps:
     fixed: dict[str, float]
     context_points: np.ndarray
     in_slice: np.ndarray
+    cells: dict[str, np.ndarray] | None = None
 
 
 def map_dims(sampler: GridSampler) -> tuple[str | None, str]:
@@ -128,6 +130,7 @@ def window_maps(
         fixed={d: float(here[0, column[d]]) for d in sampler.x if d not in on_map},
         context_points=physical[:n_ctx],
         in_slice=keep[:n_ctx].numpy(),
+        cells={d: np.unique(here[:, column[d]]) for d in on_map},
     )
 
 
@@ -188,10 +191,12 @@ def grid_figure(
             ax.set_title(panel if panel != "context" else _context_title(maps), fontsize=8)
             ax.set_xlabel(maps.dims[1], fontsize=8)
             ax.tick_params(labelsize=7)
-            for dim, axis in zip(maps.dims, (ax.yaxis, ax.xaxis)):
-                if dim in times:  # hours since 1970 written as dates
-                    axis.set_major_formatter(date_formatter(times[dim]))
-                    axis.set_tick_params(labelrotation=30 * (axis is ax.xaxis))
+            for dim, axis, ends in zip(
+                maps.dims, (ax.yaxis, ax.xaxis), (maps.extent[2:], maps.extent[:2])
+            ):
+                if dim in times:  # hours since 1970 written as dates, a tick on a cell's centre
+                    cells = on_grid(maps.cells[dim], sampler.data.coords[dim])
+                    date_axis(axis, ends, cells, times[dim])
         where = _window_place(sampler, batch, i, maps, times)
         axes[i, 0].set_ylabel(f"task {i}{f' ({where})' if where else ''}\n{maps.dims[0] or ''}",
                               fontsize=8)  # fmt: skip
@@ -206,7 +211,8 @@ def _context_title(maps: WindowMaps) -> str:
 def _window_place(sampler: GridSampler, batch: Batch, i: int, maps: WindowMaps, times) -> str:
     """Where task ``i``'s window lies on the dims not mapped: each fixed input (dates as
     dates), then each dim that is no input (a one-step window's time), from its grid index."""
-    parts = [f"{d} {date_text(v, times[d]) if d in times else f'{v:.6g}'}"
+    coords = sampler.data.coords
+    parts = [f"{d} {date_text(on_grid(v, coords[d])[0], times[d]) if d in times else f'{v:.6g}'}"
              for d, v in maps.fixed.items()]  # fmt: skip
     index = batch.info.get("origin_index") if batch.info else None
     if index is not None:

@@ -10,8 +10,8 @@ dim, time for most grids, slowest), so ``grid_figure`` draws those.
 
 The grid source stores times as hours since 1970-01-01 (:func:`tnpx.data.field_arrays.
 time_values`; of the data's own calendar for cftime dates): :func:`time_dims` finds the dims
-that are times, :func:`date_text` writes such hours as a date, and :func:`date_formatter` is a
-matplotlib formatter that labels a time axis with dates.
+that are times, :func:`date_text` writes such hours as a date, and :func:`date_axis` labels a
+map's time axis with its cells' dates.
 """
 
 from __future__ import annotations
@@ -56,11 +56,27 @@ def date_text(hours: float, calendar: str | None = None) -> str:
     )
 
 
-def date_formatter(calendar: str | None = None):
-    """A matplotlib tick formatter writing hours since 1970-01-01 as dates."""
-    from matplotlib.ticker import FuncFormatter
+def on_grid(values, coords: np.ndarray) -> np.ndarray:
+    """Each of ``values`` (inputs read back from float32 model units) as the nearest of the
+    grid's ``coords``, so a date is the data's own, not a minute off."""
+    values = np.atleast_1d(np.asarray(values, dtype=np.float64))
+    return coords[np.abs(coords[None, :] - values[:, None]).argmin(1)]
 
-    return FuncFormatter(lambda value, _: date_text(value, calendar))
+
+def date_axis(axis, ends, cells: np.ndarray, calendar: str | None = None, most: int = 6) -> None:
+    """Label the matplotlib ``axis`` of an image spanning ``ends`` (its outer edges) in
+    ``len(cells)`` cells of times ``cells`` (hours since 1970-01-01) with dates: a tick at the
+    centre of every cell (every k-th, at most ``most``), each written as its cell's own date."""
+    from matplotlib.ticker import FixedLocator, FuncFormatter
+
+    n = len(cells)
+    centres = ends[0] + (np.arange(n) + 0.5) * (ends[1] - ends[0]) / n
+
+    def text(value, _=None) -> str:  # the date of the cell nearest the tick
+        return date_text(float(cells[np.abs(centres - value).argmin()]), calendar)
+
+    axis.set_major_locator(FixedLocator(centres[:: -(-n // most)]))
+    axis.set_major_formatter(FuncFormatter(text))
 
 
 def parse_select(items: list[str]) -> dict[str, list[str]]:
@@ -153,7 +169,7 @@ def window_origins(sampler: GridSampler, box: dict, split: str = "test") -> torc
     """``[n, n_dims]`` the origins of ``split``'s windows lying wholly inside ``box``, in
     row-major grid order; a :class:`DataError` naming the split's extent where none does."""
     data, window = sampler.data, sampler.window
-    cut = data.positions(box, "plot selection") if box else {}
+    cut = data.positions(box, "selection") if box else {}
     lo = np.array([cut.get(d, (0, n))[0] for d, n in zip(data.dims, data.sizes)])
     hi = np.array([cut.get(d, (0, n))[1] for d, n in zip(data.dims, data.sizes)])
     for d, (a, b, w) in enumerate(zip(lo, hi, window)):
