@@ -139,3 +139,28 @@ def test_a_source_without_a_split_unit_says_its_batches_are_assumed_independent(
     batch = batch_at(sampler, 2, split="test")
     assert rule.labels(batch, 2) == ["batch 2"] * 4
     assert "batches assumed independent" in rule.unit
+
+
+def test_stations_tasks_keyed_by_dates_are_clustered_by_their_day():
+    import pandas as pd
+
+    from tnpx.data.stations import StationsSampler
+
+    times = pd.date_range("2024-01-01", periods=10 * 8, freq="3h")  # 10 days, 8 steps a day
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame(
+        {
+            "time": np.repeat(times.astype(str), 6),
+            "lat": np.tile(np.linspace(50, 55, 6), len(times)),
+            "temp": rng.standard_normal(6 * len(times)),
+        }
+    )
+    sampler = StationsSampler.from_frame(frame, batch_size=8, time="time", coords=["lat"],
+                                         y=["temp"], test_fraction=0.2)  # fmt: skip
+    rule = cluster_rule(sampler)
+    assert rule.unit.startswith("day of the test tasks")
+    batch = batch_at(sampler, 0, split="test")
+    keys = sampler.task_keys("test")
+    labels = rule.labels(batch, 0)
+    assert labels == [str(keys[k])[:10] for k in batch.info["task"].tolist()]
+    assert set(labels) <= {"2024-01-09", "2024-01-10"}  # the last 16 steps: two days
