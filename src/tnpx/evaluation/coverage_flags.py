@@ -62,10 +62,10 @@ def coverage_by_context(covered: np.ndarray, n_ctx: np.ndarray) -> list[Coverage
     return out
 
 
-def likely_causes(sampler: TaskSampler, small_contexts: bool) -> list[str]:
+def likely_causes(sampler: TaskSampler, small_contexts: bool, binned: bool = True) -> list[str]:
     """What most often makes a model's intervals too narrow on held-out tasks, the one this
     sampler's split makes likely first (a held-out period or region with its coordinate as an
-    input lies outside the training range)."""
+    input lies outside the training range); ``binned``: a coverage by context size is shown."""
     causes = []
     outside = _split_input(sampler)
     if outside:
@@ -79,7 +79,7 @@ def likely_causes(sampler: TaskSampler, small_contexts: bool) -> list[str]:
             "test inputs outside the training range (a held-out period or region whose "
             "coordinate is an input)"
         )
-    few = "too few context points (see the coverage by context size)"
+    few = "too few context points" + " (see the coverage by context size)" * binned
     causes.insert(0 if small_contexts else len(causes), few)
     causes.append("a shift between the training and the test data (another period, region, sensor)")
     return causes
@@ -88,9 +88,8 @@ def likely_causes(sampler: TaskSampler, small_contexts: bool) -> list[str]:
 def _split_input(sampler: TaskSampler) -> str | None:
     """The input the test split is held out along, when there is one (a grid's ``split_dim``,
     a table's time ``split_column``)."""
-    config, x = getattr(sampler, "config", None), list(getattr(sampler, "x", []) or [])
     if type(sampler).__name__ == "GridSampler":
-        dims = sampler.data.dims
+        config, x, dims = sampler.config, list(sampler.x), sampler.data.dims
         if config.val_select or config.test_select:
             held = [d for d in (config.test_select or {}) if d in x]
             return ", ".join(held) or None
@@ -126,7 +125,7 @@ def coverage_flags(
         lines.append(f"overconfident at small contexts: coverage {where} context points")
     if any(line.startswith("overconfident") for line in lines):
         small = bool(low_bins) and low_bins[0].lo <= 4
-        causes = likely_causes(sampler, small) if sampler is not None else []
+        causes = likely_causes(sampler, small, bool(bins)) if sampler is not None else []
         lines += [f"likely cause: {c}" for c in causes]
     return lines
 
