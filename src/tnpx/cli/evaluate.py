@@ -48,7 +48,8 @@ def _data_overrides(items: list[str]) -> dict:
 
 
 def _print_flags(flags: list[str]) -> list[str]:
-    """Each coverage flag as a warning line on stderr (and under the table); returns them."""
+    """Each coverage flag as a warning line under the table (stdout), the first also on
+    stderr; returns them."""
     if flags:
         print("\n" + "\n".join(f"warning: {line}" for line in flags))
         for line in flags[:1]:  # the headline also where only stderr is read
