@@ -8,6 +8,11 @@ target point shifts by ``-sum(log scale_y)``, the RMSE scales by ``scale_y`` per
 alone (the ``gp`` model, the ``gp`` extra) and the context's mean and std (``context-moments``),
 with the model's LL less each baseline's paired over tasks (positive: the model is better).
 
+Each standard error comes twice: over tasks (every task independent), and over the split's
+clusters (:mod:`tnpx.evaluation.clusters`: the test windows of one month, the draws of one test
+curve), which respects what was held out; ``cluster_unit`` says what one cluster is. The 95 %
+coverage is also binned by context size (:mod:`tnpx.evaluation.coverage_flags`).
+
 Missing target outputs (``Batch.mask_yt``) count nowhere: the LL sums each target's observed
 outputs (its shift too), an output's RMSE is over the targets where it is observed (tasks with
 none of it left out of that output's mean), coverage over observed values. Both baselines read
@@ -25,6 +30,8 @@ import torch
 from ..batch import observed_mean, output_means
 from ..data import TaskSampler, batch_at
 from ..models import NeuralProcess, build_model
+from .clusters import cluster_rule, clustered_se
+from .coverage_flags import coverage_by_context
 from .protocol import Z95, mean_se
 
 BASELINES = ("gp", "context-moments")
@@ -34,7 +41,10 @@ BASELINES = ("gp", "context-moments")
 class TaskMetrics:
     """One model's scores over ``n_tasks`` test tasks in the data's units: LL per target
     point and per-output RMSE (means ± s.e. over tasks), 95 % coverage, and the LL less each
-    baseline's paired over the same tasks (``vs``: name -> (mean, s.e.))."""
+    baseline's paired over the same tasks (``vs``: name -> (mean, s.e.)). The ``*_clustered``
+    s.e.s take each of the ``n_clusters`` clusters (``cluster_unit``) as one unit;
+    ``coverage_by_ctx``: :class:`~tnpx.evaluation.coverage_flags.CoverageBin` dicts. (Scores
+    stored before these existed load with them empty.)"""
 
     model: str
     n_tasks: int
@@ -44,6 +54,12 @@ class TaskMetrics:
     rmse_se: list[float]
     coverage95: float
     vs: dict[str, tuple[float, float]] = field(default_factory=dict)
+    ll_se_clustered: float = float("nan")
+    rmse_se_clustered: list[float] = field(default_factory=list)
+    vs_se_clustered: dict[str, float] = field(default_factory=dict)
+    n_clusters: int = 0
+    cluster_unit: str = ""
+    coverage_by_ctx: list[dict] = field(default_factory=list)
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -62,13 +78,18 @@ def output_scale(sampler: TaskSampler, dim_y: int) -> np.ndarray:
 def per_task(model: NeuralProcess, sampler: TaskSampler, n_batches: int) -> dict[str, np.ndarray]:
     """Per task of test batches ``0..n_batches-1``, in the source's model units: ``ll
     [tasks]`` (per real target point), ``mse [tasks, dim_y]`` (NaN for an output a task never
-    observes at a target), ``covered [tasks]`` and ``outputs [tasks, dim_y]``: the observed
+    observes at a target), ``covered [tasks]``, ``outputs [tasks, dim_y]``: the observed
     outputs per scored target (ones without missing outputs), what the LL's shift to the data's
-    units counts."""
+    units counts, ``n_ctx [tasks]`` (real context points) and ``cluster [tasks]`` (each task's
+    cluster name, :func:`~tnpx.evaluation.clusters.cluster_rule`)."""
     model = model.eval()
-    out: dict[str, list] = {"ll": [], "mse": [], "covered": [], "outputs": []}
+    out: dict[str, list] = {"ll": [], "mse": [], "covered": [], "outputs": [], "n_ctx": []}
+    labels, rule = [], cluster_rule(sampler)
     for i in range(n_batches):
         batch = batch_at(sampler, i, split="test")
+        labels += rule.labels(batch, i)
+        n_ctx = batch.xc.shape[1] if batch.mask_c is None else batch.mask_c.sum(1)
+        out["n_ctx"].append(torch.as_tensor(n_ctx).expand(batch.xc.shape[0]))
         pred = model.predict_batch(batch)
         out["ll"].append(model.log_likelihood(batch, pred))
         err = pred.mean - batch.yt  # [tasks, n_tgt, dim_y]
@@ -77,7 +98,8 @@ def per_task(model: NeuralProcess, sampler: TaskSampler, n_batches: int) -> dict
         inside = (err.abs() <= Z95 * pred.stddev).float()
         out["covered"].append(observed_mean(inside, mask, mask_y))
         out["outputs"].append(_outputs_per_target(mask, mask_y, err))
-    return {k: torch.cat(v).double().numpy() for k, v in out.items()}
+    scores = {k: torch.cat(v).double().numpy() for k, v in out.items()}
+    return {**scores, "cluster": np.asarray(labels)}
 
 
 def _outputs_per_target(mask_t, mask_yt, err: torch.Tensor) -> torch.Tensor:
@@ -90,13 +112,16 @@ def _outputs_per_target(mask_t, mask_yt, err: torch.Tensor) -> torch.Tensor:
     return seen / scored.sum(1, keepdim=True).to(err.dtype)
 
 
-def summarise(name: str, scores: dict[str, np.ndarray], scale_y: np.ndarray) -> TaskMetrics:
-    """``scores`` (:func:`per_task`) in the data's units."""
+def summarise(
+    name: str, scores: dict[str, np.ndarray], scale_y: np.ndarray, cluster_unit: str = ""
+) -> TaskMetrics:
+    """``scores`` (:func:`per_task`) in the data's units; the clustered s.e.s where ``scores``
+    names each task's cluster (``cluster_unit``: what one is)."""
     ll = scores["ll"] - (scores["outputs"] * np.log(scale_y)).sum(-1)
     rmse = np.sqrt(scores["mse"]) * scale_y  # [tasks, dim_y]; NaN: no target observes it
     ll_mean, ll_se = mean_se(torch.as_tensor(ll))
     pairs = [mean_se(torch.as_tensor(r[~np.isnan(r)])) for r in rmse.T]
-    return TaskMetrics(
+    row = TaskMetrics(
         model=name,
         n_tasks=len(ll),
         ll=ll_mean,
@@ -105,6 +130,15 @@ def summarise(name: str, scores: dict[str, np.ndarray], scale_y: np.ndarray) -> 
         rmse_se=[s for _, s in pairs],
         coverage95=float(scores["covered"].mean()),
     )
+    if "n_ctx" in scores:
+        bins = coverage_by_context(scores["covered"], scores["n_ctx"])
+        row.coverage_by_ctx = [b.as_dict() for b in bins]
+    if "cluster" in scores:
+        labels = scores["cluster"]
+        _, row.ll_se_clustered, row.n_clusters = clustered_se(ll, labels)
+        row.rmse_se_clustered = [clustered_se(r, labels)[1] for r in rmse.T]
+        row.cluster_unit = cluster_unit
+    return row
 
 
 def evaluate_tasks(
@@ -116,31 +150,65 @@ def evaluate_tasks(
     """``model`` and each baseline on the same test tasks, in the data's units (module
     docstring); the model's row first, its ``vs`` holding the paired LL differences."""
     scale_y = output_scale(sampler, model.dim_y)
+    unit = cluster_rule(sampler).unit
     ours = per_task(model, sampler, n_batches)
-    rows = [summarise(model.name, ours, scale_y)]
+    rows = [summarise(model.name, ours, scale_y, unit)]
     for name in baselines:
         base = per_task(build_model(name, model.dim_x, model.dim_y), sampler, n_batches)
-        rows.append(summarise(name, base, scale_y))
+        rows.append(summarise(name, base, scale_y, unit))
         rows[0].vs[name] = mean_se(torch.as_tensor(ours["ll"] - base["ll"]))
+        rows[0].vs_se_clustered[name] = clustered_se(ours["ll"] - base["ll"], ours["cluster"])[1]
     return rows
 
 
 def format_task_table(rows: list[TaskMetrics]) -> str:
-    """A markdown table of :func:`evaluate_tasks`' rows."""
+    """A markdown table of :func:`evaluate_tasks`' rows: each ``±`` gives the s.e. over tasks,
+    then (``/``) over clusters where the rows have them, and a line under the table says what
+    each assumes."""
+    first = rows[0]
+    both = first.n_clusters > 0
+    se_head = " ± s.e. tasks / clusters" if both else " ± s.e."
     lines = [
-        "| model | tasks | LL (data units) | RMSE | 95% coverage | model LL − this |",
+        f"| model | tasks | LL (data units){se_head} | RMSE{se_head} | 95% coverage | "
+        f"model LL − this{se_head} |",
         "| --- | ---: | --- | --- | ---: | --- |",
     ]
-    first = rows[0]
     for r in rows:
         # an output no target observes (a grid variable beside stations) has no RMSE: "—"
+        clustered = r.rmse_se_clustered or [None] * len(r.rmse)
         rmse = ", ".join(
-            "—" if math.isnan(m) else f"{m:.4g} ± {s:.2g}" for m, s in zip(r.rmse, r.rmse_se)
+            "—" if math.isnan(m) else f"{m:.4g} ± {_se(s, c, '.2g')}"
+            for m, s, c in zip(r.rmse, r.rmse_se, clustered)
         )
         diff = first.vs.get(r.model)
-        vs = "—" if diff is None else f"{diff[0]:+.3f} ± {diff[1]:.3f}"
-        se = "nan" if math.isnan(r.ll_se) else f"{r.ll_se:.3f}"
-        lines.append(
-            f"| {r.model} | {r.n_tasks} | {r.ll:.3f} ± {se} | {rmse} | {r.coverage95:.3f} | {vs} |"
+        vs = "—"
+        if diff is not None:
+            vs = f"{diff[0]:+.3f} ± {_se(diff[1], first.vs_se_clustered.get(r.model))}"
+        ll = f"{r.ll:.3f} ± {_se(r.ll_se, r.ll_se_clustered if r.n_clusters else None)}"
+        lines.append(f"| {r.model} | {r.n_tasks} | {ll} | {rmse} | {r.coverage95:.3f} | {vs} |")
+    return "\n".join([*lines, "", se_assumptions(first)])
+
+
+def _se(tasks: float, clusters: float | None, spec: str = ".3f") -> str:
+    """``tasks`` s.e., then ``/ clusters`` where there is a clustered one."""
+    text = "nan" if math.isnan(tasks) else format(tasks, spec)
+    if clusters is None:
+        return text
+    return f"{text} / {'nan' if math.isnan(clusters) else format(clusters, spec)}"
+
+
+def se_assumptions(row: TaskMetrics) -> str:
+    """What each standard error of ``row`` assumes, in one line for under its table."""
+    tasks = f"s.e. over tasks: each of the {row.n_tasks} test tasks independent"
+    if not row.n_clusters:
+        return f"{tasks} (optimistic where tasks overlap or repeat)."
+    if row.n_clusters < 2:
+        return (
+            f"{tasks}, which they are not: they all lie in one {row.cluster_unit}, so no s.e. "
+            "over clusters can be estimated (nan): hold out more of the split unit."
         )
-    return "\n".join(lines)
+    few = " (under 10 clusters: a rough size)" if row.n_clusters < 10 else ""
+    return (
+        f"{tasks} (optimistic where tasks overlap or repeat); s.e. over clusters: "
+        f"{row.n_clusters} clusters, one per {row.cluster_unit}{few}. Quote the second."
+    )

@@ -2,7 +2,9 @@
 
 - :mod:`.tasks_1d`: :func:`plot_1d_tasks` (held-out 1D tasks, models beside the GP oracle).
 - :mod:`.images`: :func:`plot_image_tasks`, :func:`plot_image_comparison` (image completion).
-- :mod:`.grid`: :func:`plot_grid_tasks`, :func:`window_maps` (a ``grid`` source's windows).
+- :mod:`.grid`: :func:`plot_grid_tasks`, :func:`window_maps` (a ``grid`` source's windows);
+  :mod:`.grid_select`: :func:`restricted`, :func:`selection_box` (the period and region drawn,
+  dates as dates).
 - :mod:`.stations`: :func:`plot_stations_tasks`, :func:`station_maps` (a ``stations`` source).
 - :mod:`.prediction`, :mod:`.map`: :func:`plot_prediction`, :func:`plot_prediction_map`
   (``tnpx predict --plot`` with one or two inputs).
@@ -23,6 +25,7 @@ _HOMES = {
     "MISSING_PIXEL": "images",
     "StationMaps": "stations",
     "WindowMaps": "grid",
+    "date_text": "grid_select",
     "grid_figure": "grid",
     "map_dims": "grid",
     "plot_1d_tasks": "tasks_1d",
@@ -34,10 +37,14 @@ _HOMES = {
     "plot_stations_tasks": "stations",
     "plot_validation_curves": "curves",
     "prediction_map_figure": "map",
+    "restricted": "grid_select",
     "save_figure": "figures",
+    "selection_box": "grid_select",
     "station_maps": "stations",
     "stations_figure": "stations",
+    "time_dims": "grid_select",
     "window_maps": "grid",
+    "window_origins": "grid_select",
 }
 
 __all__ = sorted(_HOMES)

@@ -24,6 +24,7 @@ from ..data.grid import GridSampler
 from ..extras import pyplot
 from ..models import NeuralProcess
 from .figures import save_figure
+from .grid_select import date_axis, date_text, label_text, on_grid, time_dims
 
 PANELS = ("context", "mean", "std", "truth")  # a task's row of :func:`grid_figure`
 
@@ -38,7 +39,8 @@ class WindowMaps:
     window spanning one dim); ``extent``: imshow's ``[left, right, bottom, top]``, the outer
     cell edges; ``fixed``: the other input dims' values at the slice. ``context_points``
     ``[n_ctx, dim_x]``: every context point of the window (data units, inputs in ``x`` order),
-    ``in_slice [n_ctx]``: those drawn on the map."""
+    ``in_slice [n_ctx]``: those drawn on the map. ``cells``: each map dim's coordinate values,
+    cell by cell (data units, increasing)."""
 
     truth: np.ndarray
     context: np.ndarray
@@ -50,6 +52,7 @@ class WindowMaps:
     fixed: dict[str, float]
     context_points: np.ndarray
     in_slice: np.ndarray
+    cells: dict[str, np.ndarray] | None = None
 
 
 def map_dims(sampler: GridSampler) -> tuple[str | None, str]:
@@ -127,6 +130,7 @@ def window_maps(
         fixed={d: float(here[0, column[d]]) for d in sampler.x if d not in on_map},
         context_points=physical[:n_ctx],
         in_slice=keep[:n_ctx].numpy(),
+        cells={d: np.unique(here[:, column[d]]) for d in on_map},
     )
 
 
@@ -145,17 +149,27 @@ def _edges(centres: np.ndarray) -> list[float]:
     return [float(values[0]) - half, float(values[-1]) + half]
 
 
-def grid_figure(model: NeuralProcess, sampler: GridSampler, n_tasks: int = 4, output: int = 0):
-    """A matplotlib figure of ``n_tasks`` test windows, one row each: the context cells (the
-    others blank), the predictive mean, the predictive std and the truth of output ``output``
-    (:func:`window_maps`), mean and truth on one colour scale per row. ``4 * n_tasks`` map
-    axes, then two colour bars per row."""
+def grid_figure(
+    model: NeuralProcess,
+    sampler: GridSampler,
+    n_tasks: int = 4,
+    output: int = 0,
+    split: str = "test",
+):
+    """A matplotlib figure of ``n_tasks`` windows of ``split``, one row each: the context cells
+    (the others blank), the predictive mean, the predictive std and the truth of output
+    ``output`` (:func:`window_maps`), mean and truth on one colour scale per row. ``4 *
+    n_tasks`` map axes, then two colour bars per row. A time axis is labelled with dates, and
+    each row names its window's place on the dims not mapped (the time a window of one step
+    is at, as a date, whether or not time is an input). A chosen period or region:
+    :func:`tnpx.plot.grid_select.restricted`."""
     plt = pyplot("plotting")
     if not isinstance(sampler, GridSampler):
         raise ValueError(f"grid plots need a grid sampler, got {type(sampler).__name__}")
     if not 0 <= output < sampler.dim_y:
         raise ValueError(f"output must be in [0, {sampler.dim_y}), got {output}")
-    batch = batch_at(sampler, 0, split="test", batch_size=n_tasks)
+    batch = batch_at(sampler, 0, split=split, batch_size=n_tasks)
+    times = time_dims(sampler)
     label, name = model.name, sampler.y[output]
     fig, axes = plt.subplots(n_tasks, len(PANELS), figsize=(3.0 * len(PANELS), 2.6 * n_tasks),
                              squeeze=False)  # fmt: skip
@@ -177,7 +191,15 @@ def grid_figure(model: NeuralProcess, sampler: GridSampler, n_tasks: int = 4, ou
             ax.set_title(panel if panel != "context" else _context_title(maps), fontsize=8)
             ax.set_xlabel(maps.dims[1], fontsize=8)
             ax.tick_params(labelsize=7)
-        axes[i, 0].set_ylabel(_row_label(i, maps), fontsize=8)
+            for dim, axis, ends in zip(
+                maps.dims, (ax.yaxis, ax.xaxis), (maps.extent[2:], maps.extent[:2])
+            ):
+                if dim in times:  # hours since 1970 written as dates, a tick on a cell's centre
+                    cells = on_grid(maps.cells[dim], sampler.data.coords[dim])
+                    date_axis(axis, ends, cells, times[dim])
+        where = _window_place(sampler, batch, i, maps, times)
+        axes[i, 0].set_ylabel(f"task {i}{f' ({where})' if where else ''}\n{maps.dims[0] or ''}",
+                              fontsize=8)  # fmt: skip
     return fig
 
 
@@ -186,14 +208,27 @@ def _context_title(maps: WindowMaps) -> str:
     return f"context ({shown} here of {total})"
 
 
-def _row_label(i: int, maps: WindowMaps) -> str:
-    # the grid source's times are hours since 1970 (of the data's calendar)
-    at = ", ".join(f"{d} {v:.6g}{' h' * (d == 'time')}" for d, v in maps.fixed.items())
-    return f"task {i}{f' ({at})' if at else ''}\n{maps.dims[0] or ''}"
+def _window_place(sampler: GridSampler, batch: Batch, i: int, maps: WindowMaps, times) -> str:
+    """Where task ``i``'s window lies on the dims not mapped: each fixed input (dates as
+    dates), then each dim that is no input (a one-step window's time), from its grid index."""
+    coords = sampler.data.coords
+    parts = [f"{d} {date_text(on_grid(v, coords[d])[0], times[d]) if d in times else f'{v:.6g}'}"
+             for d, v in maps.fixed.items()]  # fmt: skip
+    index = batch.info.get("origin_index") if batch.info else None
+    if index is not None:
+        for k, dim in enumerate(sampler.data.dims):
+            if dim not in sampler.x:
+                parts.append(f"{dim} {label_text(sampler.data.labels[dim][int(index[i, k])])}")
+    return ", ".join(parts)
 
 
 def plot_grid_tasks(
-    model: NeuralProcess, sampler: GridSampler, path: str | Path, n_tasks: int = 4, output: int = 0
+    model: NeuralProcess,
+    sampler: GridSampler,
+    path: str | Path,
+    n_tasks: int = 4,
+    output: int = 0,
+    split: str = "test",
 ) -> Path:
     """Save :func:`grid_figure` as a PNG at ``path``; returns the path written."""
-    return save_figure(grid_figure(model, sampler, n_tasks, output), path)
+    return save_figure(grid_figure(model, sampler, n_tasks, output, split), path)

@@ -57,7 +57,9 @@ class GridSampler(TaskSampler):
     """Batches of windows of a grid; see :class:`GridConfig` and the module docstring.
 
     ``Batch.info["origin"]`` ``[batch, len(x)]`` holds the coordinates (inputs' units) of each
-    window's first grid point, in the order of the dim inputs. ``normalisation``: fixed maps
+    window's first grid point, in the order of the dim inputs; ``info["origin_index"]``
+    ``[batch, n_dims]`` its grid indices in the data's dim order (every dim, inputs or not:
+    what evaluation clusters by and plots date by). ``normalisation``: fixed maps
     (in :attr:`normalisation`'s form) used instead of fitting them.
     """
 
@@ -180,7 +182,7 @@ class GridSampler(TaskSampler):
         x, y = x.float(), y.float()
         dims = self.data.dims
         first = [self._coords[d][origin[:, dims.index(d)]] for d in self.x]
-        info = {"origin": torch.stack(first, -1)}
+        info = {"origin": torch.stack(first, -1), "origin_index": origin}
         return Batch(x[:, :n_ctx], y[:, :n_ctx], x[:, n_ctx:], y[:, n_ctx:], info=info)
 
 
