@@ -165,11 +165,12 @@ class NPRegressor(RegressorMixin, BaseEstimator):
             check_built(net, self.model)
             why = "a model built by a factory carries no record of its training data"
             recorded, limits = None, ExtrapolationLimits()
-            self._stored = None
+            self._stored = self._trained = None
         else:
             resolved = resolve(self.model)
             net, recorded, why = resolved[:3]
             self._stored = resolved.stored  # a model trained on user data: its normalisation
+            self._trained = resolved.trained  # and where it was trained
             limits = extrapolation_limits(self.model)
         return self._on_device(net), recorded, why, limits
 
@@ -226,6 +227,7 @@ class NPRegressor(RegressorMixin, BaseEstimator):
             x_cols=x_cols, y_cols=y_cols, domain=self.domain, level=self.level,
             chunk_size=self.chunk_size, allow_extrapolation=self.allow_extrapolation,
             limits=limits, stored=getattr(self, "_stored", None),
+            trained=getattr(self, "_trained", None),
         )  # fmt: skip
 
     def _shaped(self, frame: pd.DataFrame, y_cols: list[str], stat: str) -> np.ndarray:

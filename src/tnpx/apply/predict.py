@@ -77,6 +77,7 @@ from .predict_steps import (  # noqa: F401 (can_stream ... prediction_frame: thi
     prediction_frame,
     stream_prediction,
 )
+from .training_range import TrainingRange, read_training_range
 from .unit_choice import ExtrapolationLimits
 
 if TYPE_CHECKING:  # pandas is imported where it is used, so `import tnpx` stays light
@@ -97,6 +98,7 @@ class Resolved(NamedTuple):
     domain: tuple[float, float] | None
     why: str
     stored: tuple | None = None
+    trained: TrainingRange | None = None  # where it was trained (:mod:`.training_range`)
 
 
 def resolve(model) -> Resolved:
@@ -127,6 +129,7 @@ def resolve(model) -> Resolved:
     record = read_checkpoint(path)
     net = model_from_record(record, path).eval()
     stored = stored_units(record, path)
+    trained = read_training_range(record, path) if stored is not None else None
     try:
         experiment = experiment_from_record(record)
     except ValueError as err:  # recorded by another tnpx version, say: never guess a domain
@@ -135,10 +138,10 @@ def resolve(model) -> Resolved:
             "the tnpx that trained it, or re-save the model with tnpx.save"
         ) from None
     if experiment is None:
-        return Resolved(net, None, f"{path} records no training experiment", stored)
+        return Resolved(net, None, f"{path} records no training experiment", stored, trained)
     domain = training_domain(experiment)
     why = f"{path}'s data sampler {experiment.data.get('name')!r} has no domain"
-    return Resolved(net, domain, why, stored)
+    return Resolved(net, domain, why, stored, trained)
 
 
 def resolve_model(model) -> tuple[NeuralProcess, tuple[float, float] | None, str]:
@@ -259,7 +262,7 @@ def predict(
     options = Options(
         x_cols, y_cols, scale_inputs, standardise_outputs, input_scale, output_scale, domain,
         level, chunk_size, drop_missing, allow_extrapolation, extrapolation_limits(model),
-        scaling, resolved.stored,
+        scaling, resolved.stored, resolved.trained,
     )  # fmt: skip
     net, recorded, why = resolved[:3]
     plan, blocks = stream_prediction(net, recorded, why, context, targets, options, rows=None)

@@ -27,6 +27,7 @@ from ..user_table import Dropped, UserTable
 from .predict_checks import check_finite_result, check_model_range, check_units, no_targets
 from .predict_missing import masked_outputs, read_context
 from .table_chunks import Reads, open_chunked, read_chunks
+from .training_range import OutsideTraining, TrainingRange
 from .unit_choice import ExtrapolationLimits, FarTargets, fit_units, needs_targets
 
 if TYPE_CHECKING:  # pandas is imported where it is used, so `import tnpx` stays light
@@ -56,6 +57,7 @@ class Options:
     limits: ExtrapolationLimits | None = None  # the model's (extrapolation_limits); None: default
     scaling: str = "auto"  # auto: a checkpoint's stored normalisation if any | stored | context
     stored: tuple | None = None  # the checkpoint's (UnitMap, x_columns, y_columns) (resolve)
+    trained: TrainingRange | None = None  # where it was trained (checked with stored maps)
 
     def __post_init__(self):
         if self.scaling not in SCALINGS:
@@ -83,6 +85,7 @@ class Plan:
     far: FarTargets
     options: Options
     observed: np.ndarray | None = None
+    outside: OutsideTraining | None = None  # values past the training range (training_range)
 
     @property
     def dtype(self) -> torch.dtype:
@@ -235,8 +238,12 @@ def plan_prediction(
         xc_model, yc_model = units.inputs(xc), units.outputs(yc)
     limits = replace(o.limits or ExtrapolationLimits(), allow=o.allow_extrapolation)
     far = FarTargets(xc, x_cols, limits)
+    outside = None
+    if o.trained is not None and uses_stored(o):  # context and targets against training's
+        outside = OutsideTraining(o.trained, x_cols, o.allow_extrapolation)
+        outside.add(ctx, context.positions, xc)
     yc_model = masked_outputs(yc_model, observed)
-    plan = Plan(net, units, record, x_cols, y_cols, xc_model, yc_model, far, o, observed)
+    plan = Plan(net, units, record, x_cols, y_cols, xc_model, yc_model, far, o, observed, outside)
     in_model = np.hstack([xc_model, yc_model])
     cols = [*x_cols, *y_cols]
     check_model_range(ctx, context.positions, context.values(), in_model, cols, plan.dtype)
@@ -248,6 +255,8 @@ def predict_block(plan: Plan, targets: UserTable) -> pd.DataFrame:
     Every value checked (see the module)."""
     table, positions, xt = targets.source, targets.positions, targets.x
     plan.far.add(xt)
+    if plan.outside is not None:
+        plan.outside.add(table, positions, xt)
     with np.errstate(over="ignore", invalid="ignore"):  # overflow is checked for, and named
         xt_model = plan.units.inputs(xt)
         check_model_range(table, positions, xt, xt_model, plan.x_cols, plan.dtype)
@@ -310,6 +319,8 @@ def _blocks(plan: Plan, reads: Reads, name: str) -> Iterator[pd.DataFrame]:
     if n == 0:
         raise no_targets(name, dropped.rows)
     plan.far.warn()
+    if plan.outside is not None:
+        plan.outside.warn()
 
 
 def target_extremes(reads: Reads, drop_missing: bool, name: str) -> np.ndarray:

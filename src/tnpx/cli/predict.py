@@ -47,7 +47,7 @@ def _predict_and_write(args) -> int:
         args.x_cols, args.y_cols, not args.no_scale_inputs, not args.no_standardise,
         args.input_range, args.output_scale, args.domain, args.level, args.chunk_size,
         args.drop_missing, args.allow_extrapolation, extrapolation_limits(args.model),
-        args.scaling, resolved.stored,
+        args.scaling, resolved.stored, resolved.trained,
     )  # fmt: skip
     plan, blocks = stream_prediction(
         net, recorded, why, args.context, args.targets, options, rows=args.chunk_size
