@@ -68,8 +68,9 @@ class NPRegressor(RegressorMixin, BaseEstimator):
             for the data's dimensions (``n_features``, ``n_outputs``) at ``fit`` (a
             module-level function, so that the estimator pickles).
         level: the probability of :meth:`predict_interval`'s central interval.
-        allow_extrapolation: predict at targets beyond a shipped model's hard limit too
-            (they still warn) instead of raising :class:`~tnpx.DataError`.
+        allow_extrapolation: predict beyond a shipped model's hard limit, or outside the
+            training range a checkpoint trained on your data stores (past its hard limit),
+            too (they still warn) instead of raising :class:`~tnpx.DataError`.
         chunk_size: targets decoded per model call (memory is bounded by a chunk).
         domain: ``(low, high)``, the model's training input domain; None: the one a
             checkpoint records, else ``[-2, 2]`` with a warning.

@@ -224,7 +224,8 @@ def add_predict(sub) -> None:
     p.add_argument(
         "--allow-extrapolation",
         action="store_true",
-        help="predict at targets beyond a zoo model's hard limit (its card) too; they warn",
+        help="predict beyond the model's hard limit too (a zoo model's card; for a model "
+        "trained on your data, context or targets far outside its training range); they warn",
     )
     p.add_argument(
         "--chunk-size",

@@ -84,7 +84,7 @@ class TableSampler(TaskSampler):
         self.batch_size, self.seed = batch_size, seed
         table = read_source(frame if frame is not None else config.path)
         columns = (self.task_cols, self.x_cols, self.y_cols)
-        self._splits, self._loc, self._scale = load_tasks(table, *columns, config)
+        self._splits, self._loc, self._scale, self._spans = load_tasks(table, *columns, config)
 
     @classmethod
     def from_frame(
@@ -103,21 +103,14 @@ class TableSampler(TaskSampler):
         input column its ``range`` ``[low, high]`` over the training tasks' rows."""
         dx = self.dim_x
         return {
-            "x": {"columns": list(self.x_cols), "loc": self._loc[:dx], "scale": self._scale[:dx],
-                  "range": self._training_range()},  # fmt: skip
+            "x": {
+                "columns": list(self.x_cols),
+                "loc": self._loc[:dx],
+                "scale": self._scale[:dx],
+                "range": self._spans,
+            },  # fmt: skip
             "y": {"columns": list(self.y_cols), "loc": self._loc[dx:], "scale": self._scale[dx:]},
         }
-
-    def _training_range(self) -> list[list[float]]:
-        """``[dim_x][2]``: each input's min and max over the training rows, in the data's units
-        (mapped back from the stored float32 rows: exact to float32's precision)."""
-        x = self._splits["train"].x.double()
-        if len(x) == 0:
-            return []
-        loc, scale = (torch.tensor(v[: self.dim_x], dtype=torch.float64)
-                      for v in (self._loc, self._scale))  # fmt: skip
-        low, high = x.min(0).values * scale + loc, x.max(0).values * scale + loc
-        return [[float(lo), float(hi)] for lo, hi in zip(low, high)]
 
     @property
     def missing_outputs(self) -> bool:
