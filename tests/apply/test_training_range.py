@@ -108,7 +108,8 @@ def test_targets_in_another_region_warn_then_are_refused(trained, tmp_path):
 
 def test_time_in_days_where_the_model_was_trained_in_hours_is_refused(trained):
     context, targets = cells(time_scale=24.0)
-    with pytest.raises(DataError, match=r"column 'time'.*another unit \(days for hours"):
+    with pytest.raises(DataError, match=r"column 'time'.*times 24 it would lie inside: the "
+                       r"likely cause is a value in another unit \(days for hours"):  # fmt: skip
         tnpx.predict(trained, context, targets)
 
 

@@ -129,7 +129,8 @@ class OutsideTraining:
                 f"{self.x_cols[j]!r}: {x[row, j]:.6g} lies {distance[row, j]:.3g} widths "
                 f"outside the range {self.model} was trained on, {t.span(j)} "
                 f"({int(refused.any(1).sum())} of {len(x)} rows lie past its limit of "
-                f"{t.refuse_at[j]:g} widths, {self._basis()}): {_CAUSE}; pass "
+                f"{t.refuse_at[j]:g} widths, {self._basis()}){_unit_hint(x[row, j], t, j)}: "
+                f"{_CAUSE}; pass "
                 "allow_extrapolation=True (--allow-extrapolation) to predict there anyway"
             )
         counts[0] += int((distance > t.warn_at).any(1).sum())
@@ -162,6 +163,20 @@ _CAUSE = (
     "the likely cause is a value in another unit (days for hours, say) or another region or "
     "period than the model was trained on"
 )
+
+
+# Factors between common units (days and hours, hours and minutes, km and m, ...).
+UNIT_FACTORS = (24.0, 60.0, 1000.0, 3600.0)
+
+
+def _unit_hint(value: float, t: TrainingRange, j: int) -> str:
+    """A note where ``value`` times or divided by a common unit factor lies in column ``j``'s
+    training range (days for hours: times 24), else nothing."""
+    for k in UNIT_FACTORS:
+        for factor, text in ((k, f"times {k:g}"), (1 / k, f"divided by {k:g}")):
+            if t.low[j] <= value * factor <= t.high[j]:
+                return f"; {text} it would lie inside"
+    return ""
 
 
 def _limits(values: np.ndarray) -> str:
