@@ -30,6 +30,11 @@ def test_a_lost_likelihood_ends_the_warn_range():
     assert read_ladder((0.95, 0.1), scores) == (0.05, 2.0)
 
 
+def test_a_rung_that_is_not_finite_fails():
+    nan = float("nan")
+    assert read_ladder((0.95, 0.1), [(0.95, 0.1), (0.95, nan), (nan, nan)]) == (0.05, 0.25)
+
+
 def test_a_model_poor_already_unmoved_is_judged_by_how_much_worse_it_gets():
     scores = [(0.745, 0.0), (0.735, 0.0), (0.7, 0.0), (0.6, 0.0)]
     assert read_ladder((0.75, 0.0), scores) == (0.1, 0.5)

@@ -106,7 +106,7 @@ def _ladder(model, batches, j: int, width: float, base) -> tuple[float, float]:
     scores = []
     for d in LADDER:
         scores.append(_scores(model, batches, j, d * width))
-        if scores[-1][0] < min(REFUSE_COVERAGE, base[0] - TOLERANCE[1]):
+        if not scores[-1][0] >= min(REFUSE_COVERAGE, base[0] - TOLERANCE[1]):
             break
     return read_ladder(base, scores)
 
@@ -120,9 +120,9 @@ def read_ladder(
     refuse_cover = min(REFUSE_COVERAGE, base[0] - TOLERANCE[1])
     warn_at, warned = 0.0, False
     for d, (coverage, ll) in zip(LADDER, scores):
-        if coverage < refuse_cover:
+        if not coverage >= refuse_cover:  # NaN (a prediction not finite) fails too
             return warn_at, d
-        warned = warned or coverage < warn_cover or ll < base[1] - LL_MARGIN
+        warned = warned or not (coverage >= warn_cover and ll >= base[1] - LL_MARGIN)
         warn_at = warn_at if warned else d
     return warn_at, LADDER[-1]
 
