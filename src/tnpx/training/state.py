@@ -30,7 +30,6 @@ from ..config import ExperimentConfig, config_to_yaml
 from ..config.parsing import first_line
 from ..models import NeuralProcess
 from .best import BestSoFar
-from .range_limits import with_range_limits
 
 if TYPE_CHECKING:  # the sampler's type only: reading a run's state needs no data
     from ..data import TaskSampler
@@ -131,6 +130,8 @@ def save_final_model(
     extra = {"experiment": config_to_yaml(cfg), "trained": trained}
     normalisation = getattr(sampler, "normalisation", None)
     if normalisation is not None:  # a user's data: predict maps with it (checkpoint.py)
+        from .range_limits import with_range_limits  # reading a run's state needs no data
+
         extra["normalisation"] = with_range_limits(model, sampler, normalisation, cfg)
     save(model, out_dir / "model.pt", **extra)
 
