@@ -35,7 +35,11 @@ def trained(tmp_path_factory):
 def test_the_checkpoint_stores_the_training_tasks_normalisation(trained):
     tmp, _, normalisation = trained
     record = read_checkpoint(tmp / "run" / "model.pt")
+    limits = record["normalisation"]["x"].pop("limits")  # measured after training
     assert record["normalisation"] == normalisation
+    assert limits["measured_on"].endswith("validation tasks")
+    ((low, high),) = normalisation["x"]["range"]  # the training curves' days
+    assert 100 <= low < 100.5 and 107.5 < high <= 108
     assert record["normalisation"]["x"]["columns"] == ["t"]
     assert 103 < normalisation["x"]["loc"][0] < 105 and normalisation["y"]["loc"][0] > 15
 

@@ -194,7 +194,9 @@ def test_training_stores_the_grids_normalisation(nc, tmp_path):
     fit(cfg)
     record = read_checkpoint(tmp_path / "run" / "model.pt")
     expected = build_train_sampler(cfg).normalisation
+    limits = record["normalisation"]["x"].pop("limits")  # measured after training
     assert record["normalisation"] == expected
+    assert len(limits["warn_at"]) == len(limits["refuse_at"]) == 4
     assert record["normalisation"]["x"]["columns"] == ["lat", "lon", "time", "z"]
 
 

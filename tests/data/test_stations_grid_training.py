@@ -78,7 +78,9 @@ def test_train_and_evaluate_with_a_grid_context(tmp_path, nc, stations):
     fit(cfg)
     model = tmp_path / "run" / "model.pt"
     stored = tnpx.checkpoint.read_checkpoint(model)["normalisation"]
+    limits = stored["x"].pop("limits")  # measured after training (training.range_limits)
     assert stored == build_train_sampler(cfg).normalisation
+    assert set(limits) == {"warn_at", "refuse_at", "measured_on"}
     assert stored["y"]["columns"] == ["temp", "t2m"]
     out = tmp_path / "eval.json"
     assert main(["eval", str(model), "--out", str(out), "--no-baselines"]) == 0

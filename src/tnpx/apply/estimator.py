@@ -75,8 +75,9 @@ class NPRegressor(RegressorMixin, BaseEstimator):
             for the data's dimensions (``n_features``, ``n_outputs``) at ``fit`` (a
             module-level function, so that the estimator pickles).
         level: the probability of :meth:`predict_interval`'s central interval.
-        allow_extrapolation: predict at targets beyond a shipped model's hard limit too
-            (they still warn) instead of raising :class:`~tnpx.DataError`.
+        allow_extrapolation: predict beyond a shipped model's hard limit, or outside the
+            training range a checkpoint trained on your data stores (past its hard limit),
+            too (they still warn) instead of raising :class:`~tnpx.DataError`.
         chunk_size: targets decoded per model call (memory is bounded by a chunk).
         domain: ``(low, high)``, the model's training input domain; None: the one a
             checkpoint records, else ``[-2, 2]`` with a warning.
@@ -181,10 +182,11 @@ class NPRegressor(RegressorMixin, BaseEstimator):
             check_built(net, self.model)
             why = "a model built by a factory carries no record of its training data"
             recorded, limits = None, ExtrapolationLimits()
-            self._stored = None
+            self._stored = self._trained = None
         else:
             net, recorded, why = resolved[:3]
             self._stored = resolved.stored  # a model trained on user data: its normalisation
+            self._trained = resolved.trained  # and where it was trained
             limits = extrapolation_limits(self.model)
         return self._on_device(net), recorded, why, limits
 
@@ -242,6 +244,7 @@ class NPRegressor(RegressorMixin, BaseEstimator):
             x_cols=x_cols, y_cols=y_cols, domain=self.domain, level=self.level,
             chunk_size=self.chunk_size, allow_extrapolation=self.allow_extrapolation,
             limits=limits, stored=getattr(self, "_stored", None),
+            trained=getattr(self, "_trained", None),
         )  # fmt: skip
 
     def _shaped(self, frame: pd.DataFrame, y_cols: list[str], stat: str) -> np.ndarray:

@@ -54,6 +54,18 @@ beyond its hard limit (where the measurement found it no longer calibrated, or s
 with a :class:`DataError` unless ``allow_extrapolation=True``. Other models warn beyond one
 width and refuse nothing (:func:`extrapolation_limits`).
 
+A model trained on your data also knows where it was trained: its checkpoint stores each input
+column's training range (the region and the period, in your units) and how far outside it the
+model was measured to stay calibrated on its own validation tasks
+(:mod:`tnpx.training.range_limits`). With the stored normalisation, the context's and the
+targets' inputs are checked against it (:mod:`tnpx.apply.training_range`): a value past the
+measured warn distance (in widths of the training range) gives one warning naming the column,
+the training range and how far; a value past the hard limit is refused with a
+:class:`DataError` naming the row, unless ``allow_extrapolation=True``. Either most often
+means a value in another unit (time in days where the model was trained in hours), or another
+region or period. Without measured limits the defaults are to warn past 0.1 widths and refuse
+past 1; a checkpoint that stores no range (saved before tnpx recorded it) is not checked.
+
 Safety. In the model's units every context value and target input must lie within
 ``+-max_abs_input(dtype)`` (:mod:`tnpx.input_checks`: 1e9 for float32 models, 1e77 for float64),
 where every model's arithmetic stays finite; a value beyond it, or a prediction that is not
@@ -79,6 +91,7 @@ from .predict_steps import (  # noqa: F401 (can_stream ... prediction_frame: thi
     prediction_frame,
     stream_prediction,
 )
+from .training_range import TrainingRange, read_training_range
 from .unit_choice import ExtrapolationLimits
 
 if TYPE_CHECKING:  # pandas is imported where it is used, so `import tnpx` stays light
@@ -101,6 +114,7 @@ class Resolved(NamedTuple):
     why: str
     stored: tuple | None = None
     units: dict | None = None
+    trained: TrainingRange | None = None  # where it was trained (:mod:`.training_range`)
 
 
 def resolve(model) -> Resolved:
@@ -133,6 +147,7 @@ def resolve(model) -> Resolved:
     net = model_from_record(record, path).eval()
     stored = stored_units(record, path)
     units = stored_input_units(record, path) if stored is not None else None
+    trained = read_training_range(record, path) if stored is not None else None
     try:
         experiment = experiment_from_record(record)
     except ValueError as err:  # recorded by another tnpx version, say: never guess a domain
@@ -141,10 +156,10 @@ def resolve(model) -> Resolved:
             "the tnpx that trained it, or re-save the model with tnpx.save"
         ) from None
     if experiment is None:
-        return Resolved(net, None, f"{path} records no training experiment", stored, units)
+        return Resolved(net, None, f"{path} records no training experiment", stored, units, trained)
     domain = training_domain(experiment)
     why = f"{path}'s data sampler {experiment.data.get('name')!r} has no domain"
-    return Resolved(net, domain, why, stored, units)
+    return Resolved(net, domain, why, stored, units, trained)
 
 
 def resolve_model(model) -> tuple[NeuralProcess, tuple[float, float] | None, str]:
@@ -237,7 +252,9 @@ def predict(
         chunk_size: targets decoded per chunk (the model's memory is bounded by a chunk).
         drop_missing: drop rows with a missing value (with a warning) instead of failing.
         allow_extrapolation: predict at targets beyond the model's hard limit (a zoo model's
-            card: :func:`extrapolation_limits`) too, instead of failing; they still warn.
+            card: :func:`extrapolation_limits`), and at context or targets beyond the hard
+            limit of a model trained on your data (its training range), instead of failing;
+            they still warn.
         scaling: ``"auto"``: a checkpoint trained on your data maps with the normalisation it
             stores, any other model with maps fitted to the context (module docstring);
             ``"context"``: the context's maps always; ``"stored"``: the stored one, or fail.
@@ -262,7 +279,9 @@ def predict(
             value that in the model's units is beyond the range its arithmetic stays finite
             in (:func:`tnpx.input_checks.max_abs_input`: 1e9 for a float32 model), or a
             prediction that is not finite (each names the row and column); a target beyond a
-            zoo model's hard limit without ``allow_extrapolation``.
+            zoo model's hard limit, or a context or target input beyond the hard limit of
+            the training range a model trained on your data stores, without
+            ``allow_extrapolation``.
         CheckpointError: ``model`` is a path but not a readable tnpx checkpoint.
     """
     import pandas as pd
@@ -271,7 +290,7 @@ def predict(
     options = Options(
         x_cols, y_cols, scale_inputs, standardise_outputs, input_scale, output_scale, domain,
         level, chunk_size, drop_missing, allow_extrapolation, extrapolation_limits(model),
-        scaling, resolved.stored, resolved.units,
+        scaling, resolved.stored, resolved.units, resolved.trained,
     )  # fmt: skip
     net, recorded, why = resolved[:3]
     plan, blocks = stream_prediction(net, recorded, why, context, targets, options, rows=None)

@@ -29,6 +29,7 @@ from .model_columns import model_columns
 from .predict_checks import check_finite_result, check_model_range, check_units, no_targets
 from .predict_missing import masked_outputs, read_context
 from .table_chunks import Reads, open_chunked, read_chunks
+from .training_range import OutsideTraining, TrainingRange
 from .unit_choice import ExtrapolationLimits, FarTargets, fit_units, needs_targets
 
 if TYPE_CHECKING:  # pandas is imported where it is used, so `import tnpx` stays light
@@ -59,6 +60,7 @@ class Options:
     scaling: str = "auto"  # auto: a checkpoint's stored normalisation if any | stored | context
     stored: tuple | None = None  # the checkpoint's (UnitMap, x_columns, y_columns) (resolve)
     units: dict | None = None  # the checkpoint's {input column: unit} (coordinate_units)
+    trained: TrainingRange | None = None  # where it was trained (checked with stored maps)
 
     def __post_init__(self):
         if self.scaling not in SCALINGS:
@@ -87,6 +89,7 @@ class Plan:
     options: Options
     observed: np.ndarray | None = None
     shown: list | None = None  # the result's columns in the user's order (model_columns)
+    outside: OutsideTraining | None = None  # values past the training range (training_range)
 
     @property
     def dtype(self) -> torch.dtype:
@@ -239,8 +242,14 @@ def plan_prediction(
         xc_model, yc_model = units.inputs(xc), units.outputs(yc)
     limits = replace(o.limits or ExtrapolationLimits(), allow=o.allow_extrapolation)
     far = FarTargets(xc, x_cols, limits)
+    outside = None
+    if o.trained is not None and uses_stored(o):  # context and targets against training's
+        outside = OutsideTraining(o.trained, x_cols, o.allow_extrapolation)
+        outside.add(ctx, context.positions, xc)
     yc_model = masked_outputs(yc_model, observed)
-    plan = Plan(net, units, record, x_cols, y_cols, xc_model, yc_model, far, o, observed)
+    plan = Plan(
+        net, units, record, x_cols, y_cols, xc_model, yc_model, far, o, observed, outside=outside
+    )
     in_model = np.hstack([xc_model, yc_model])
     cols = [*x_cols, *y_cols]
     check_model_range(ctx, context.positions, context.values(), in_model, cols, plan.dtype)
@@ -252,6 +261,8 @@ def predict_block(plan: Plan, targets: UserTable) -> pd.DataFrame:
     Every value checked (see the module)."""
     table, positions, xt = targets.source, targets.positions, targets.x
     plan.far.add(xt)
+    if plan.outside is not None:
+        plan.outside.add(table, positions, xt)
     with np.errstate(over="ignore", invalid="ignore"):  # overflow is checked for, and named
         xt_model = plan.units.inputs(xt)
         check_model_range(table, positions, xt, xt_model, plan.x_cols, plan.dtype)
@@ -312,6 +323,8 @@ def _blocks(plan: Plan, reads: Reads, name: str) -> Iterator[pd.DataFrame]:
     if n == 0:
         raise no_targets(name, dropped.rows)
     plan.far.warn()
+    if plan.outside is not None:
+        plan.outside.warn()
 
 
 def target_extremes(reads: Reads, drop_missing: bool, name: str) -> np.ndarray:

@@ -167,13 +167,19 @@ def target_distance(xc: np.ndarray, xt: np.ndarray) -> np.ndarray:
     dim_x]``; a column in which the context has no spread counts nothing."""
     if len(xc) == 0:
         return np.zeros(len(xt))
-    lo, hi = xc.min(0), xc.max(0)
+    widths = widths_outside(xc.min(0), xc.max(0), xt)
+    return widths.max(1) if widths.shape[1] else np.zeros(len(xt))
+
+
+def widths_outside(lo: np.ndarray, hi: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """``[n, dim_x]``: how far each value of ``x [n, dim_x]`` lies outside ``[lo, hi]``
+    (``[dim_x]`` each), in widths ``hi - lo`` of its column (0 inside, and in a column
+    without width)."""
     width = hi - lo
     spread = width > 0
-    outside = np.maximum(lo - xt, xt - hi).clip(min=0)
+    outside = np.maximum(lo - x, x - hi).clip(min=0)
     with np.errstate(over="ignore", invalid="ignore"):
-        widths = np.where(spread, outside / np.where(spread, width, 1.0), 0.0)
-    return widths.max(1) if widths.shape[1] else np.zeros(len(xt))
+        return np.where(spread, outside / np.where(spread, width, 1.0), 0.0)
 
 
 class FarTargets:

@@ -52,7 +52,7 @@ def _predict_and_write(args) -> int:
         args.x_cols, args.y_cols, not args.no_scale_inputs, not args.no_standardise,
         args.input_range, args.output_scale, args.domain, args.level, args.chunk_size,
         args.drop_missing, args.allow_extrapolation, extrapolation_limits(args.model),
-        args.scaling, resolved.stored, resolved.units,
+        args.scaling, resolved.stored, resolved.units, resolved.trained,
     )  # fmt: skip
     plan, blocks = stream_prediction(
         net, recorded, why, args.context, args.targets, options, rows=args.chunk_size
@@ -256,7 +256,8 @@ def add_predict(sub) -> None:
     p.add_argument(
         "--allow-extrapolation",
         action="store_true",
-        help="predict at targets beyond a zoo model's hard limit (its card) too; they warn",
+        help="predict beyond the model's hard limit too (a zoo model's card; for a model "
+        "trained on your data, context or targets far outside its training range); they warn",
     )
     p.add_argument(
         "--chunk-size",

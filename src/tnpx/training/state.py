@@ -130,7 +130,9 @@ def save_final_model(
     extra = {"experiment": config_to_yaml(cfg), "trained": trained}
     normalisation = getattr(sampler, "normalisation", None)
     if normalisation is not None:  # a user's data: predict maps with it (checkpoint.py)
-        extra["normalisation"] = normalisation
+        from .range_limits import with_range_limits  # reading a run's state needs no data
+
+        extra["normalisation"] = with_range_limits(model, sampler, normalisation, cfg)
     save(model, out_dir / "model.pt", **extra)
 
 

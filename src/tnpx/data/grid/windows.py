@@ -169,18 +169,21 @@ class Moments:
     def normalisation(self, data: GridData, x: list[str], normalise: bool) -> dict:
         """Per input column (the dims ``x``, then the static inputs) and per output, ``loc``
         and ``scale``: the mean and std over the usable training cells, each counting once
-        (``normalise``), else 0 and 1; in ``GridSampler.normalisation``'s form."""
+        (``normalise``), else 0 and 1; per input column its ``range`` ``[low, high]`` over
+        those cells (the region and period trained on); in ``GridSampler.normalisation``'s
+        form."""
         columns = [*x, *data.statics]
         x_loc, x_scale = [0.0] * len(columns), [1.0] * len(columns)
         y_loc, y_scale = [0.0] * len(data.y), [1.0] * len(data.y)
+        pairs = [(data.coords[d], self.coords[data.dims.index(d)]) for d in x]
+        pairs += [(v, self.statics[s]) for s, (_, v) in data.statics.items()]
+        spans = [[float(v[n > 0].min()), float(v[n > 0].max())] for v, n in pairs]
         if normalise:
-            pairs = [(data.coords[d], self.coords[data.dims.index(d)]) for d in x]
-            pairs += [(v, self.statics[s]) for s, (_, v) in data.statics.items()]
             fitted = [mean_std(v[n > 0], n[n > 0]) for v, n in pairs]  # a missing value: 0
             x_loc, x_scale = [m for m, _ in fitted], [s for _, s in fitted]
             y_loc, y_scale = self.mean.tolist(), np.sqrt(self.m2 / self.n).tolist()
         return {
-            "x": {"columns": columns, "loc": x_loc, "scale": x_scale},
+            "x": {"columns": columns, "loc": x_loc, "scale": x_scale, "range": spans},
             "y": {"columns": list(data.y), "loc": y_loc, "scale": y_scale},
         }
 

@@ -79,18 +79,33 @@ class GridContext:
         loc, scale = (np.asarray(stations.x_map[k], np.float64) for k in ("loc", "scale"))
         self._x_loc, self._x_scale = loc, scale
         self.cell_x = (cells - loc[:n]) / scale[:n]  # [n_cells, n_coords], model units
+        self._cells = cells
 
     def joined(self, stored: dict) -> dict:
         """The stations' normalisation ``stored`` with the grid's variables after their outputs."""
-        y = stored["y"]
+        y, x = stored["y"], stored["x"]
+        if x.get("range"):  # the cells were context too: their inputs lie in the range trained on
+            x = {**x, "range": self._widened(x["range"])}
         return {
-            "x": stored["x"],
+            "x": x,
             "y": {
                 "columns": [*y["columns"], *self.y],
                 "loc": [*y["loc"], *self.loc.tolist()],
                 "scale": [*y["scale"], *self.scale.tolist()],
             },
         }
+
+    def _widened(self, spans: list) -> list:
+        """The stations' training ``spans`` (``[dim_x][2]``) widened by the cells' coordinates
+        and (``time_as_input``) the training tasks' time offsets of their grid steps."""
+        spans = np.asarray(spans, dtype=np.float64)
+        n = self._cells.shape[1]  # the coords come first among the inputs
+        spans[:n, 0] = np.minimum(spans[:n, 0], self._cells.min(0))
+        spans[:n, 1] = np.maximum(spans[:n, 1], self._cells.max(0))
+        if self.stations.time_as_input and len(self.steps["train"]):
+            offsets = self.times[self.steps["train"]] - self.task_times["train"]
+            spans[-1] = [min(spans[-1, 0], offsets.min()), max(spans[-1, 1], offsets.max())]
+        return spans.tolist()
 
     def fields(self, steps: np.ndarray) -> np.ndarray:
         """``[len(steps), n_cells, dim_y]`` float64, the data's units: the grid at ``steps``

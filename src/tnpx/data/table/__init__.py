@@ -84,7 +84,7 @@ class TableSampler(TaskSampler):
         self.batch_size, self.seed = batch_size, seed
         table = read_source(frame if frame is not None else config.path)
         columns = (self.task_cols, self.x_cols, self.y_cols)
-        self._splits, self._loc, self._scale = load_tasks(table, *columns, config)
+        self._splits, self._loc, self._scale, self._spans = load_tasks(table, *columns, config)
 
     @classmethod
     def from_frame(
@@ -99,10 +99,16 @@ class TableSampler(TaskSampler):
     @property
     def normalisation(self) -> dict:
         """The affine maps applied to every split, fitted on the training tasks' rows:
-        ``value_model = (value - loc) / scale`` per column, as plain lists (storable)."""
+        ``value_model = (value - loc) / scale`` per column, as plain lists (storable); per
+        input column its ``range`` ``[low, high]`` over the training tasks' rows."""
         dx = self.dim_x
         return {
-            "x": {"columns": list(self.x_cols), "loc": self._loc[:dx], "scale": self._scale[:dx]},
+            "x": {
+                "columns": list(self.x_cols),
+                "loc": self._loc[:dx],
+                "scale": self._scale[:dx],
+                "range": self._spans,
+            },  # fmt: skip
             "y": {"columns": list(self.y_cols), "loc": self._loc[dx:], "scale": self._scale[dx:]},
         }
 

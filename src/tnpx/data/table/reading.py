@@ -84,9 +84,10 @@ def _read_parquet(path: Path) -> Table:
 
 def load_tasks(
     table: Table, task_cols: list, x_cols: list, y_cols: list, c: TableConfig
-) -> tuple[dict[str, TaskSplit], list[float], list[float]]:
-    """Check ``table``, split its tasks and normalise: each split's tasks, and the ``loc`` and
-    ``scale`` per input then output column (fitted on the training tasks)."""
+) -> tuple[dict[str, TaskSplit], list[float], list[float], list[list[float]]]:
+    """Check ``table``, split its tasks and normalise: each split's tasks, the ``loc`` and
+    ``scale`` per input then output column (fitted on the training tasks), and each input's
+    ``[min, max]`` over the training tasks' rows (none where there are none)."""
     split_cols = [] if c.split_column is None else [c.split_column]
     named = {"task": task_cols, "x": x_cols, "y": y_cols, "split_column": split_cols}
     require_options(table, named)
@@ -126,7 +127,9 @@ def load_tasks(
             keys=[keys[i] for i in tasks],
             observed=None if missing is None or not missing.any() else torch.from_numpy(~missing),
         )
-    return parts, loc.tolist(), scale.tolist()
+    train_x = values[train_rows, : len(x_cols)]
+    spans = np.stack([train_x.min(0), train_x.max(0)], 1).tolist() if len(train_x) else []
+    return parts, loc.tolist(), scale.tolist(), spans
 
 
 def _numbers(table: Table, x_cols: list, y_cols: list, missing_y: np.ndarray | None) -> np.ndarray:
