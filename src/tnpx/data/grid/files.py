@@ -27,6 +27,7 @@ import numpy as np
 from ...extras import require
 from ...user_files import DataError
 from ..field_arrays import time_values
+from .fill_values import as_missing
 
 if TYPE_CHECKING:  # pragma: no cover
     import xarray
@@ -49,7 +50,8 @@ class GridData:
     """Output variables ``y`` on ``dims`` (sizes ``sizes``, after ``select``) and the static
     inputs. ``coords[dim]``: float64 inputs ``[sizes[d]]``; ``labels[dim]``: the coordinate as
     a pandas Index, for ``select``-style boxes; ``statics[name]``: ``(dims, float64 array)``;
-    ``name``: the file(s) in messages."""
+    ``name``: the file(s) in messages; ``missing``: variable -> declared fill values, read as
+    NaN (``missing_value:``)."""
 
     name: str
     y: list[str]
@@ -62,6 +64,7 @@ class GridData:
     joined: int = 0  # the dim the parts are joined along
     lazy: bool = True
     itemsize: int = field(default=8)
+    missing: dict[str, np.ndarray] = field(default_factory=dict)  # declared fill values
 
     @property
     def nbytes(self) -> int:
@@ -85,13 +88,19 @@ class GridData:
             else:
                 blocks = [np.asarray(da[tuple(key)].values) for da in part.arrays]
                 pieces.append(blocks[0][None] if len(blocks) == 1 else np.stack(blocks))
-        return pieces[0] if len(pieces) == 1 else np.concatenate(pieces, axis=j + 1)
+        block = pieces[0] if len(pieces) == 1 else np.concatenate(pieces, axis=j + 1)
+        if any(var in self.missing for var in self.y):  # a new array: the input stays as it is
+            block = np.stack(
+                [as_missing(v, self.missing.get(var)) for var, v in zip(self.y, block)]
+            )
+        return block
 
     def load(self) -> None:
         """Read every output into memory (one numpy array): batches then index it."""
         if self.lazy:
-            block = self.read([0] * len(self.dims), self.sizes)
+            block = self.read([0] * len(self.dims), self.sizes)  # declared fills now NaN
             self.parts, self.joined, self.lazy = [Part(block, 0, self.sizes[0])], 0, False
+            self.missing = {}
 
     def positions(self, box: dict, option: str) -> dict[str, tuple[int, int]]:
         """Index ranges ``[lo, hi)`` per dim of the cells whose coordinates lie in ``box``
@@ -125,10 +134,11 @@ def open_grid(
     static: list[str],
     select: dict | None = None,
     static_path: str | None = None,
+    missing: dict[str, np.ndarray] | None = None,
 ) -> GridData:
     """``source`` (a path, a list or glob of paths, or an ``xarray.Dataset``) as a lazily
     indexed :class:`GridData` of the outputs ``y`` and the static inputs ``static``, cut to
-    ``select`` (dim -> ``[low, high]``)."""
+    ``select`` (dim -> ``[low, high]``); ``missing``: variable -> fill values read as NaN."""
     xr = require("xarray", "xarray", "the grid data source")
     if isinstance(source, xr.Dataset):
         name, datasets = "the Dataset", [source]
@@ -157,10 +167,12 @@ def open_grid(
     sizes = tuple(len(labels[d]) for d in dims)
     parts = _parts(arrays, joined, dims, cut)
     coords = {d: coordinate_values(labels[d], f"{name}: coordinate {d!r}") for d in dims}
+    missing = missing or {}
     statics = _statics(static, static_path, datasets[0], labels, dims, name)
+    statics = {s: (own, as_missing(v, missing.get(s))) for s, (own, v) in statics.items()}
     itemsize = max(np.dtype(first.dtype).itemsize, 4)
     return GridData(name, list(y), dims, sizes, coords, labels, statics, parts, joined,
-                    itemsize=itemsize)  # fmt: skip
+                    itemsize=itemsize, missing=missing)  # fmt: skip
 
 
 def coordinate_values(index, where: str) -> np.ndarray:

@@ -1,0 +1,121 @@
+"""Fill values nobody declared, found in the ``grid`` source's start-up pass, and the
+``missing_value:`` option that declares them.
+
+One job: telling a number that stands for "no data" (land filled with -999, netCDF's default
+9.96921e36) from the data. A fill value is a constant that many cells hold exactly and that
+lies far outside the rest of the variable: :class:`FillValues` keeps, per variable, its lowest
+and highest value with how many cells hold each, and a bounded subsample of the values (at
+most about :data:`SAMPLE` per variable however large the data); :meth:`FillValues.check`
+refuses an extreme held by at least :data:`MIN_CELLS` cells (and 0.01 % of them) that lies
+more than :data:`FAR` interquartile ranges from the median of the other values. A physical
+field's extremes are single cells, or near the bulk (zero rain, a capped fraction); a fill is
+neither. Declared values become missing (NaN) as they are read (:func:`declared`).
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from ...user_files import DataError
+
+SAMPLE = 2**20  # values kept per variable for the median and spread of the rest
+MIN_CELLS = 5  # an extreme held by fewer cells is an outlier, not a fill value
+FAR = 20.0  # interquartile ranges from the median of the rest
+
+
+def declared(missing_value, variables: list[str]) -> dict[str, np.ndarray]:
+    """The ``missing_value`` option (a number for every variable, or variable -> a number or a
+    list of them) as variable -> float64 values; a ``ValueError`` for anything else."""
+    if missing_value is None:
+        return {}
+    if isinstance(missing_value, dict):
+        unknown = sorted(set(map(str, missing_value)) - set(variables))
+        if unknown:
+            raise ValueError(
+                f"grid: missing_value names {unknown}, which are not among y or static "
+                f"({', '.join(variables)})"
+            )
+        given = {str(k): v for k, v in missing_value.items()}
+    else:
+        given = {var: missing_value for var in variables}
+    out = {}
+    for var, values in given.items():
+        values = values if isinstance(values, (list, tuple)) else [values]
+        if not values or not all(_is_number(v) for v in values):
+            raise ValueError(
+                f"grid: missing_value must be a number, or map variables to numbers, got "
+                f"{missing_value!r}"
+            )
+        out[var] = np.asarray(values, dtype=np.float64)
+    return out
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def as_missing(values: np.ndarray, fills: np.ndarray | None) -> np.ndarray:
+    """``values`` with the cells equal to one of ``fills`` (None: none) set to NaN: a new
+    array (the input, perhaps a view of a user's Dataset, is never written)."""
+    if fills is None or len(fills) == 0:
+        return values
+    hit = np.isin(values, fills) | np.isin(values, fills.astype(np.float32))
+    return np.where(hit, np.nan, values) if hit.any() else values
+
+
+class FillValues:
+    """Each variable's extremes (with the number of cells holding each) and a subsample of
+    its values, gathered block by block."""
+
+    def __init__(self, names: list[str], n_blocks: int):
+        self.names = names
+        self.quota = max(1024, SAMPLE // max(1, n_blocks))  # values kept per block
+        self.low = [np.inf] * len(names)
+        self.high = [-np.inf] * len(names)
+        self.n_low, self.n_high = [0] * len(names), [0] * len(names)
+        self.samples: list[list[np.ndarray]] = [[] for _ in names]
+        self.cells = [0] * len(names)
+
+    def add(self, j: int, values: np.ndarray) -> None:
+        """The values ``[...]`` (any shape) of variable ``j`` in a block not seen before."""
+        values = values.ravel()
+        values = values[np.isfinite(values)]
+        if values.size == 0:
+            return
+        self.cells[j] += values.size
+        low, high = values.min(), values.max()
+        for side, value in (("low", low), ("high", high)):
+            best = getattr(self, side)[j]
+            count = int(np.count_nonzero(values == value))
+            if value == best:
+                getattr(self, f"n_{side}")[j] += count
+            elif (value < best) == (side == "low"):
+                getattr(self, side)[j], getattr(self, f"n_{side}")[j] = value, count
+        step = max(1, values.size // self.quota)
+        self.samples[j].append(values[::step].astype(np.float64))
+
+    def check(self, name: str) -> None:
+        """A :class:`~tnpx.user_files.DataError` naming the first variable with an
+        undeclared fill value."""
+        for j, var in enumerate(self.names):
+            if not self.samples[j]:
+                continue
+            sample = np.concatenate(self.samples[j])
+            for value, count in ((self.low[j], self.n_low[j]), (self.high[j], self.n_high[j])):
+                if count < max(MIN_CELLS, 1e-4 * self.cells[j]):
+                    continue
+                rest = sample[sample != value]
+                if rest.size < 2:
+                    continue
+                q25, median, q75 = np.percentile(rest, [25, 50, 75])
+                spread = (q75 - q25) or rest.std()
+                if spread > 0 and abs(float(value) - median) > FAR * spread:
+                    raise DataError(
+                        f"{name}: variable {var!r} holds {float(value):g} in {count} cells, far "
+                        f"outside its other values (median {median:.4g}, interquartile range "
+                        f"{q75 - q25:.3g}): an undeclared fill value? Declare it in the data "
+                        f"config with missing_value: {float(value):g} (or missing_value: "
+                        f"{{{var}: {float(value):g}}}) and those cells become missing"
+                    )
