@@ -9,8 +9,9 @@ import warnings
 
 import numpy as np
 import pytest
+import torch
 
-from tests.helpers.small_grids import grid, make_dataset
+from tests.helpers.small_grids import CONFIG, grid, indices, make_dataset
 from tnpx.data import batch_at
 
 
@@ -58,3 +59,155 @@ def test_batches_are_those_drawn_before_masking(tmp_path, name, options):
         batch = batch_at(sampler, step, split=split)
         assert batch.xc.shape[1] == n_ctx and batch.mask_c is None and batch.mask_t is None
         assert _digest(batch) == digest, (step, split)
+
+
+# --- missing cells masked -----------------------------------------------------------------------
+def _land(n_time: int = 40):
+    """:func:`make_dataset` with "land": the west columns missing throughout, a coastline that
+    cuts windows, and one missing elevation (a static input missing makes its cell missing)."""
+    data = make_dataset(n_time=n_time)
+    land = np.zeros(data.t2m.shape[1:], bool)
+    land[:, :4] = True  # 4 of 14 lon columns
+    land[:5, 4:6] = True  # a headland
+    data["t2m"] = data.t2m.where(~land[None])
+    data["u"] = data.u.where(~land[None])
+    data["z"][10, 12] = np.nan
+    return data, land
+
+
+def _missing(data) -> np.ndarray:
+    """``[time, lat, lon]``: cells missing t2m or z."""
+    return np.isnan(data.t2m.values) | np.isnan(data.z.values)[None]
+
+
+def _window_counts(missing: np.ndarray, window, least: int) -> tuple[int, int]:
+    """(windows with at least ``least`` valid cells, all windows) by brute force."""
+    room = [n - w + 1 for n, w in zip(missing.shape, window)]
+    kept = 0
+    for origin in np.ndindex(*room):
+        box = tuple(slice(o, o + w) for o, w in zip(origin, window))
+        kept += (~missing[box]).sum() >= least
+    return kept, int(np.prod(room))
+
+
+@pytest.fixture(scope="module")
+def land_nc(tmp_path_factory):
+    data, _ = _land()
+    path = tmp_path_factory.mktemp("land") / "land.nc"
+    data.to_netcdf(path)
+    return path
+
+
+def _quiet(path, **options):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return grid(path, static=["z"], **options)
+
+
+def test_no_drawn_context_or_target_point_is_a_missing_cell(land_nc):
+    data, _ = _land()
+    missing = _missing(data)
+    sampler = _quiet(land_nc, batch_size=16)
+    masked = 0
+    for step, split in [(s, "train") for s in range(8)] + [(0, "val"), (1, "test")]:
+        batch = batch_at(sampler, step, split=split)
+        if batch.mask_c is None:
+            continue
+        masked += 1
+        for name in ("xc", "yc", "xt", "yt"):
+            assert torch.isfinite(getattr(batch, name)).all(), name
+        assert (batch.mask_t.sum(1) >= 1).all()  # every task keeps a valid target
+        xc, yc = sampler.to_physical(batch.xc, batch.yc)
+        xt, yt = sampler.to_physical(batch.xt, batch.yt)
+        for b in range(16):
+            real_c, real_t = batch.mask_c[b], batch.mask_t[b]
+            x = torch.cat([xc[b][real_c], xt[b][real_t]]).numpy()
+            y = torch.cat([yc[b][real_c], yt[b][real_t]]).numpy()
+            at = indices(data, x)
+            cells = (at["time"], at["lat"], at["lon"])
+            assert not missing[cells].any()  # real points are valid cells only
+            np.testing.assert_allclose(y[:, 0], data.t2m.values[cells], rtol=1e-5)
+            first = indices(data, batch.info["origin"][b : b + 1].double().numpy())
+            origin = [int(first[d][0]) for d in ("time", "lat", "lon")]
+            box = tuple(slice(o, o + w) for o, w in zip(origin, (3, 4, 5)))
+            assert len(set(zip(*cells))) == (~missing[box]).sum()  # every valid cell, once
+            pads = ((~real_c, batch.xc[b], batch.yc[b]), (~real_t, batch.xt[b], batch.yt[b]))
+            for mask, xs, ys in pads:
+                assert (xs[mask] == 0).all() and (ys[mask] == 0).all()  # padding holds 0
+    assert masked >= 5  # the coast is drawn
+
+
+@pytest.mark.parametrize("min_valid", [0.3, 0.5, 0.9, 1.0])
+def test_min_valid_sets_which_windows_are_drawn(land_nc, min_valid):
+    data, _ = _land()
+    missing = _missing(data)
+    sampler = _quiet(land_nc, min_valid=min_valid)
+    least = max(2, int(np.ceil(60 * min_valid - 1e-9)))
+    spans = {"train": slice(0, 32), "val": slice(32, 36), "test": slice(36, 40)}
+    for split, span in spans.items():
+        kept, total = _window_counts(missing[span], (3, 4, 5), least)
+        windows = sampler.windows(split)
+        assert (len(windows), len(windows) + windows.excluded) == (kept, total), split
+
+
+def test_one_warning_counts_the_windows_and_cells_dropped(land_nc):
+    data, _ = _land()
+    missing = _missing(data)
+    with pytest.warns(UserWarning) as caught:
+        grid(land_nc, static=["z"])
+    counts = [str(w.message) for w in caught if "cells miss" in str(w.message)]
+    assert len(counts) == 1
+    spans = (slice(0, 32), slice(32, 36), slice(36, 40))
+    kept = [_window_counts(missing[s], (3, 4, 5), 30) for s in spans]
+    dropped, total = sum(t - k for k, t in kept), sum(t for _, t in kept)
+    assert f"{dropped} of {total} time=3 × lat=4 × lon=5 windows have under 50%" in counts[0]
+    assert f"{int(missing.sum())} of {missing.size} cells miss a value" in counts[0]
+    assert "never context, never a target" in counts[0] and "min_valid" in counts[0]
+
+
+def test_lazy_reading_draws_the_same_masked_batches(land_nc):
+    memory, lazy = _quiet(land_nc, load="memory"), _quiet(land_nc, load="lazy")
+    for step in range(4):
+        a, b = batch_at(memory, step), batch_at(lazy, step)
+        for name in ("xc", "yc", "xt", "yt", "mask_c", "mask_t"):
+            one, other = getattr(a, name), getattr(b, name)
+            assert (one is None and other is None) or torch.equal(one, other), name
+
+
+def test_the_loss_reads_only_real_points(land_nc):
+    """A model's training loss does not move when the padded points' values do."""
+    from tests.helpers.small_models import small_model
+
+    sampler = _quiet(land_nc, batch_size=8)
+    batch = next(batch_at(sampler, s) for s in range(20) if batch_at(sampler, s).mask_c is not None)
+    assert not batch.mask_c.all() or not batch.mask_t.all()
+    model = small_model("tnp", dim_x=4, dim_y=1)
+    loss = model.training_loss(batch)
+    moved = type(batch)(
+        batch.xc.masked_fill(~batch.mask_c[..., None], 7.0),
+        batch.yc.masked_fill(~batch.mask_c[..., None], -5.0),
+        batch.xt.masked_fill(~batch.mask_t[..., None], 3.0),
+        batch.yt.masked_fill(~batch.mask_t[..., None], 9.0),
+        mask_c=batch.mask_c,
+        mask_t=batch.mask_t,
+    )
+    assert torch.isfinite(loss)
+    torch.testing.assert_close(model.training_loss(moved), loss)
+
+
+def test_a_field_with_land_trains_and_evaluates_on_its_ocean_windows(land_nc, tmp_path):
+    from tnpx.config import load_config
+    from tnpx.evaluation.protocol import build_test_sampler
+    from tnpx.evaluation.user_tasks import evaluate_tasks
+    from tnpx.training.loop import fit
+
+    config = tmp_path / "land.yaml"
+    config.write_text(CONFIG.format(path=land_nc, out=tmp_path / "run"))
+    cfg = load_config(config)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = fit(cfg)
+        test = build_test_sampler(cfg)
+    assert result.steps_done == 4 and np.isfinite(result.final_loss)
+    rows = evaluate_tasks(result.model, test, n_batches=2, baselines=("context-moments",))
+    assert all(np.isfinite([r.ll, *r.rmse, r.coverage95]).all() for r in rows)
