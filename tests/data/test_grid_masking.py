@@ -204,10 +204,52 @@ def test_a_field_with_land_trains_and_evaluates_on_its_ocean_windows(land_nc, tm
     config = tmp_path / "land.yaml"
     config.write_text(CONFIG.format(path=land_nc, out=tmp_path / "run"))
     cfg = load_config(config)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = fit(cfg)
+    said = [str(w.message) for w in caught]
+    assert sum("must extrapolate in time" in m for m in said) == 1  # training says so once
+    assert sum("cells miss a value" in m for m in said) == 1
+    assert result.steps_done == 4 and np.isfinite(result.final_loss)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        result = fit(cfg)
         test = build_test_sampler(cfg)
-    assert result.steps_done == 4 and np.isfinite(result.final_loss)
     rows = evaluate_tasks(result.model, test, n_batches=2, baselines=("context-moments",))
     assert all(np.isfinite([r.ll, *r.rmse, r.coverage95]).all() for r in rows)
+
+
+def test_a_window_with_few_valid_cells_keeps_a_valid_target():
+    """``masked_order``: the context is capped at ``V - 1`` valid cells, the missing cells pad
+    it and end the targets, and a window without a missing cell gets ``rand.argsort()``."""
+    from tnpx.data.grid.masking import masked_order
+
+    g = torch.Generator().manual_seed(0)
+    rand = torch.rand(3, 10, generator=g)
+    missing = torch.zeros(3, 10, dtype=torch.bool)
+    missing[1, [0, 2, 4, 6, 8, 9]] = True  # 4 valid cells
+    missing[2, 3:] = True  # 3 valid cells
+    order, mask_c, mask_t = masked_order(rand, missing, n_ctx=5)
+    assert torch.equal(order[0], rand[0].argsort())
+    assert (order.sort(1).values == torch.arange(10)).all()  # each a permutation
+    assert mask_c.sum(1).tolist() == [5, 3, 2] and mask_t.sum(1).tolist() == [5, 1, 1]
+    for b in range(3):
+        valid = ~missing[b][order[b]]
+        assert torch.equal(valid, torch.cat([mask_c[b], mask_t[b]]))  # masks mark valid cells
+        assert set(order[b][torch.cat([mask_c[b], mask_t[b]])].tolist()) == set(
+            torch.nonzero(~missing[b]).ravel().tolist()
+        )
+
+
+def test_a_low_min_valid_caps_the_context_per_task(land_nc):
+    sampler = _quiet(land_nc, min_valid=0.05, max_ctx_frac=0.9, batch_size=32)
+    capped = 0
+    for step in range(6):
+        batch = batch_at(sampler, step)
+        if batch.mask_c is None:
+            continue
+        n_ctx = batch.xc.shape[1]
+        valid = batch.mask_c.sum(1) + batch.mask_t.sum(1)
+        assert torch.equal(batch.mask_c.sum(1), torch.clamp(valid - 1, max=n_ctx))
+        assert (batch.mask_t.sum(1) >= 1).all()
+        capped += int((batch.mask_c.sum(1) < n_ctx).sum())
+    assert capped > 0
