@@ -131,9 +131,12 @@ def test_no_drawn_context_or_target_point_is_a_missing_cell(land_nc):
             origin = [int(first[d][0]) for d in ("time", "lat", "lon")]
             box = tuple(slice(o, o + w) for o, w in zip(origin, (3, 4, 5)))
             assert len(set(zip(*cells))) == (~missing[box]).sum()  # every valid cell, once
-            pads = ((~real_c, batch.xc[b], batch.yc[b]), (~real_t, batch.xt[b], batch.yt[b]))
-            for mask, xs, ys in pads:
-                assert (xs[mask] == 0).all() and (ys[mask] == 0).all()  # padding holds 0
+            # the padded points are the window's missing cells, at their places, outputs 0
+            real = torch.cat([real_c, real_t]).numpy()
+            every = indices(data, torch.cat([xc[b], xt[b]]).numpy())
+            places = (every["time"], every["lat"], every["lon"])
+            assert len(set(zip(*places))) == 60 and (missing[places] == ~real).all()
+            assert (torch.cat([batch.yc[b], batch.yt[b]])[~real] == 0).all()
     assert masked >= 5  # the coast is drawn
 
 
@@ -253,3 +256,17 @@ def test_a_low_min_valid_caps_the_context_per_task(land_nc):
         assert (batch.mask_t.sum(1) >= 1).all()
         capped += int((batch.mask_c.sum(1) < n_ctx).sum())
     assert capped > 0
+
+
+def test_window_maps_leave_missing_cells_blank(land_nc):
+    """The maps ``tnpx plot`` draws: a missing cell is blank in the truth and never context."""
+    from tests.helpers.small_models import small_model
+    from tnpx.plot.grid import window_maps
+
+    sampler = _quiet(land_nc, batch_size=8)
+    batch = next(batch_at(sampler, s) for s in range(20) if batch_at(sampler, s).mask_c is not None)
+    i = int(batch.mask_t.logical_not().sum(1).argmax())  # the task with the most land
+    maps = window_maps({"tnp": small_model("tnp", dim_x=4, dim_y=1)}, sampler, batch, i)
+    assert np.isnan(maps.truth).any() and not np.isnan(maps.means["tnp"]).any()
+    assert not (maps.is_context & np.isnan(maps.truth)).any()
+    assert len(maps.context_points) == int(batch.mask_c[i].sum())

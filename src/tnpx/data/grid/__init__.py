@@ -196,7 +196,8 @@ class GridSampler(TaskSampler):
         dim_x]``, ``yc [batch, n_ctx, dim_y]``, ``xt [batch, N - n_ctx, dim_x]``, ``yt``; each
         task is one window, its points shuffled, the first ``n_ctx`` context. Where a drawn
         window has missing cells, ``mask_c [batch, n_ctx]`` and ``mask_t [batch, N - n_ctx]``
-        are False at them (their values 0.0): never context, never a target
+        are False at them (outputs 0.0, inputs the cell's coordinates, a missing static input
+        0.0): never context, never a target
         (:func:`~tnpx.data.grid.masking.masked_order`); else both are None."""
         windows, g = self.windows(split), generator
         b = batch_size or self.batch_size
@@ -214,9 +215,9 @@ class GridSampler(TaskSampler):
         x = x.gather(1, order.expand(-1, -1, self.dim_x))
         x, y = self.standardise(x, y.gather(1, order.expand(-1, -1, self.dim_y)))
         x, y = x.float(), y.float()
-        if masks:  # padded points hold 0.0 in model units too
+        if masks:  # a missing cell keeps its coordinates (a map still places it); 0.0 else
             real = torch.cat([masks["mask_c"], masks["mask_t"]], 1)[..., None]
-            x, y = x.masked_fill(~real, 0.0), y.masked_fill(~real, 0.0)
+            x, y = torch.nan_to_num(x, nan=0.0), y.masked_fill(~real, 0.0)
         dims = self.data.dims
         first = [self._coords[d][origin[:, dims.index(d)]] for d in self.x]
         info = {"origin": torch.stack(first, -1)}
