@@ -105,6 +105,24 @@ def test_extremes_of_real_fields_are_not_fill_values(tmp_path):
     assert sampler.normalisation["y"]["scale"][0] > 0
 
 
+def test_a_cap_continuous_with_the_data_is_not_a_fill_value(tmp_path):
+    """ERA5 caps snow depth at 10 m: many cells hold it, far above the bulk, but values run up
+    to it; a fill value stands apart, or is a usual sentinel even with coast values blended
+    in between (a regridded land mask)."""
+    data = make_dataset()
+    rng = np.random.default_rng(4)
+    snow = rng.exponential(0.1, data.t2m.shape)
+    snow[:, :3, :] = np.minimum(10.0, rng.uniform(5, 14, (40, 3, 14)))  # a glacier, capped
+    data["t2m"] = (("time", "lat", "lon"), snow.astype(np.float32))
+    sampler, _ = _build(_write(data, tmp_path, "snow.nc"))
+    assert sampler.normalisation["y"]["scale"][0] > 0
+    blended = _filled(-999.0)
+    blended["t2m"][:, :, 4] = np.linspace(-990, 200, 12, dtype=np.float32)  # the coast
+    _refused(_write(blended, tmp_path, "blended.nc"), "holds -999 in 1920 cells, .* an undeclared fill value")
+    odd = _filled(-1234.0)  # not a usual sentinel, but apart from the rest
+    _refused(_write(odd, tmp_path, "odd.nc"), "holds -1234 in 1920 cells")
+
+
 # --- coordinates and inputs -------------------------------------------------------------------
 def test_a_coordinate_that_is_not_sorted_is_refused(tmp_path):
     data = make_dataset()
