@@ -157,6 +157,8 @@ def test_several_files_must_differ_along_one_dim(tmp_path):
         ({"split_dim": "lat", "val_select": {"lat": [0, 3]}}, "split_dim cuts stretches"),
         ({"val_fraction": 1.2}, r"must lie in \[0, 1\)"),
         ({"val_fraction": 0.5, "test_fraction": 0.5}, "must leave training data"),
+        ({"min_valid": 0.0}, r"min_valid .* must lie in \(0, 1\], got 0.0"),
+        ({"min_valid": 1.5}, r"must lie in \(0, 1\], got 1.5"),
         ({"min_ctx_frac": 0.5, "max_ctx_frac": 0.2}, "min_ctx_frac <= max_ctx_frac"),
         (
             {"window": {"time": 1, "lat": 1, "lon": 2}, "min_ctx_frac": 0.6, "max_ctx_frac": 0.9},
