@@ -118,7 +118,8 @@ def test_a_cap_continuous_with_the_data_is_not_a_fill_value(tmp_path):
     assert sampler.normalisation["y"]["scale"][0] > 0
     blended = _filled(-999.0)
     blended["t2m"][:, :, 4] = np.linspace(-990, 200, 12, dtype=np.float32)  # the coast
-    _refused(_write(blended, tmp_path, "blended.nc"), "holds -999 in 1920 cells, .* an undeclared fill value")
+    blended_nc = _write(blended, tmp_path, "blended.nc")
+    _refused(blended_nc, "holds -999 in 1920 cells, .* an undeclared fill value")
     odd = _filled(-1234.0)  # not a usual sentinel, but apart from the rest
     _refused(_write(odd, tmp_path, "odd.nc"), "holds -1234 in 1920 cells")
 
