@@ -128,8 +128,13 @@ def test_no_window_free_of_missing_values(tmp_path):
     data = dataset()
     data["t2m"][:, ::3, :] = np.nan  # every third latitude row: no 4-row window is complete
     data.to_netcdf(tmp_path / "striped.nc")
-    message = fails(tmp_path / "striped.nc", "is free of missing values of 't2m'")
-    assert "striped.nc" in message and "train split" in message
+    message = fails(tmp_path / "striped.nc", "is free of missing values of 't2m'", min_valid=1.0)
+    assert "striped.nc" in message and "train split" in message and "lower min_valid" in message
+    data = dataset()
+    data["t2m"][:, :, [1, 2, 4, 5, 7, 8]] = np.nan  # a 5-column window: 1 or 2 valid columns
+    data.to_netcdf(tmp_path / "sparse.nc")
+    message = fails(tmp_path / "sparse.nc", "has 50% of its cells valid")
+    assert "train split" in message and "lower min_valid (now 0.5)" in message
 
 
 def test_several_files_must_differ_along_one_dim(tmp_path):
@@ -152,6 +157,8 @@ def test_several_files_must_differ_along_one_dim(tmp_path):
         ({"split_dim": "lat", "val_select": {"lat": [0, 3]}}, "split_dim cuts stretches"),
         ({"val_fraction": 1.2}, r"must lie in \[0, 1\)"),
         ({"val_fraction": 0.5, "test_fraction": 0.5}, "must leave training data"),
+        ({"min_valid": 0.0}, r"min_valid .* must lie in \(0, 1\], got 0.0"),
+        ({"min_valid": 1.5}, r"must lie in \(0, 1\], got 1.5"),
         ({"min_ctx_frac": 0.5, "max_ctx_frac": 0.2}, "min_ctx_frac <= max_ctx_frac"),
         (
             {"window": {"time": 1, "lat": 1, "lon": 2}, "min_ctx_frac": 0.6, "max_ctx_frac": 0.9},

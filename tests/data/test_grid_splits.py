@@ -1,6 +1,7 @@
 """The ``grid`` source's whole-window splits (the last periods, boxed regions, another dim),
 its normalisation fitted on the training windows alone (or given), static inputs from another
-file, and missing values: windows holding one are never drawn, and counted."""
+file, and missing values at ``min_valid: 1.0``: windows holding one are never drawn, and
+counted."""
 
 from __future__ import annotations
 
@@ -144,13 +145,15 @@ def _complete(missing: np.ndarray, window: tuple[int, ...]) -> int:
 
 
 def test_windows_with_missing_values_are_never_drawn_and_counted(tmp_path):
+    """``min_valid: 1.0``: a window with a missing cell is never drawn (masking at lower
+    shares: ``test_grid_masking.py``)."""
     data = make_dataset()
     data["t2m"][3:9, 0:5, 0:6] = np.nan  # "sea" for a while
     data["t2m"][20, 7, 9] = np.nan
     data["z"][10, 12] = np.nan
     data.to_netcdf(tmp_path / "holes.nc")
     with pytest.warns(UserWarning, match=r"holes.nc: \d+ of \d+ .* never drawn") as caught:
-        sampler = grid(tmp_path / "holes.nc", static=["z"])
+        sampler = grid(tmp_path / "holes.nc", static=["z"], min_valid=1.0)
     missing = np.isnan(data.t2m.values) | np.isnan(data.z.values)[None]
     window = (3, 4, 5)
     counts = {"train": missing[:32], "val": missing[32:36], "test": missing[36:]}
@@ -179,7 +182,7 @@ def test_windows_listed_block_by_block_are_the_same(tmp_path, monkeypatch):
     data["t2m"][10:12, 2:6, 3:9] = np.nan
     data["t2m"][30, 0, 0] = np.nan
     data.to_netcdf(tmp_path / "holes.nc")
-    options = {"window": {"time": 5, "lat": 4, "lon": 5}, "val_fraction": 0.15}
+    options = {"window": {"time": 5, "lat": 4, "lon": 5}, "val_fraction": 0.15, "min_valid": 1.0}
     options["test_fraction"] = 0.15
     with pytest.warns(UserWarning, match="never drawn"):
         whole = grid(tmp_path / "holes.nc", **options)

@@ -97,6 +97,31 @@ def test_duplicate_rows_are_counted_and_the_first_task_named(tmp_path):
     assert "2 row(s) repeat the inputs 't'" in text and "curve='c05'" in text
 
 
+def test_a_task_column_too_coarse_gives_conflicting_outputs(tmp_path):
+    """Two stations per region at the same days, ``task: region``: the model would see two
+    temperatures at one input and cannot tell them apart; refused naming the task, the inputs
+    and both rows."""
+    days = np.arange(12.0)
+    frame = pd.DataFrame(
+        {
+            "region": np.repeat([f"r{i}" for i in range(15)], 24),
+            "station": np.tile(np.repeat(["a", "b"], 12), 15),
+            "day": np.tile(days, 30),
+            "temp": np.random.default_rng(0).normal(10, 3, 360),
+        }
+    )
+    path = _write(tmp_path, frame)
+    with pytest.raises(DataError) as err:
+        build_sampler("table", task="region", x=["day"], y=["temp"], path=path)
+    text = one_line(err)
+    assert "180 row(s) repeat the inputs 'day'" in text and "task region='r0'" in text
+    assert "(data row 1 and data row 13: day=0)" in text
+    assert "with different outputs, which the model cannot tell apart" in text
+    assert "add the column that tells them apart to task" in text
+    sampler = build_sampler("table", task=["region", "station"], x=["day"], y=["temp"], path=path)
+    assert len(sampler.task_keys("train")) > 0  # region and station: one series a task
+
+
 def test_too_few_tasks_for_the_held_out_splits(tmp_path):
     text = _bad(tmp_path, curves(n_tasks=4))
     assert "4 usable task(s)" in text and "val_fraction=0.1, test_fraction=0.1" in text

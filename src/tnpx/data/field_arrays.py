@@ -46,4 +46,26 @@ def time_unit(calendar: str | None = None) -> str:
     return f"{TIME_UNIT} ({calendar})"
 
 
-__all__ = ["STANDARD_CALENDARS", "TIME_UNIT", "mean_std", "time_unit", "time_values"]
+def coordinate_unit(index, attrs: dict) -> str:
+    """The unit of a coordinate's inputs (:func:`tnpx.data.grid.files.coordinate_values`), which a checkpoint
+    stores: hours since 1970-01-01 for dates (their calendar named where not the standard
+    one: :func:`time_unit`), hours for time spans, else the CF
+    ``units`` attribute (``"degrees_north"``; ``""`` where there is none)."""
+    values = np.asarray(index)
+    if values.dtype == object and len(values) and hasattr(values[0], "calendar"):
+        return time_unit(values[0].calendar)
+    if np.issubdtype(values.dtype, np.datetime64):
+        return time_unit()
+    if np.issubdtype(values.dtype, np.timedelta64):
+        return "hours"
+    return str(attrs.get("units", ""))
+
+
+__all__ = [
+    "STANDARD_CALENDARS",
+    "TIME_UNIT",
+    "coordinate_unit",
+    "mean_std",
+    "time_unit",
+    "time_values",
+]

@@ -104,8 +104,11 @@ def window_maps(
         return out
 
     scale = float(sampler.normalisation["y"]["scale"][output])
+    real = torch.ones(len(x), dtype=torch.bool)  # False: a missing cell (land), padded
+    if batch.mask_c is not None:
+        real = torch.cat([batch.mask_c[i], batch.mask_t[i]])
     _, truth = sampler.to_physical(y=y[keep])
-    truth = as_map(truth[:, output])
+    truth = as_map(truth[:, output].masked_fill(~real[keep], torch.nan))
     means, stds = {}, {}
     for label, model in models.items():
         model = model.eval().cpu()
@@ -115,7 +118,7 @@ def window_maps(
         _, mean = sampler.to_physical(y=pred.mean[0])
         means[label] = as_map(mean[:, output])
         stds[label] = as_map(pred.stddev[0, :, output].double() * scale)
-    is_context = as_map((torch.arange(len(x)) < n_ctx)[keep].double()) == 1
+    is_context = as_map(((torch.arange(len(x)) < n_ctx) & real)[keep].double()) == 1
     physical = sampler.to_physical(x=x)[0].numpy()
     here = physical[keep.numpy()]
     rows_edges = _edges(here[:, column[row_dim]]) if row_dim else [-0.5, 0.5]
@@ -128,8 +131,8 @@ def window_maps(
         dims=(row_dim, col_dim),
         extent=[*_edges(here[:, column[col_dim]]), *rows_edges],
         fixed={d: float(here[0, column[d]]) for d in sampler.x if d not in on_map},
-        context_points=physical[:n_ctx],
-        in_slice=keep[:n_ctx].numpy(),
+        context_points=physical[:n_ctx][real[:n_ctx].numpy()],  # the real context points
+        in_slice=keep[:n_ctx][real[:n_ctx]].numpy(),
         cells={d: np.unique(here[:, column[d]]) for d in on_map},
     )
 

@@ -193,6 +193,7 @@ class ERA5Sampler:
             val_fraction=0.0,
             test_fraction=0.0,
             load="memory",
+            min_valid=1.0,  # TE-4: a window with a missing cell is never drawn
         )
 
     @property

@@ -14,10 +14,14 @@ every split, so an input keeps its meaning; training stores it in the checkpoint
 (:attr:`GridSampler.normalisation`) and ``tnpx predict`` / ``tnpx eval`` map with it.
 
 Data larger than ``memory_limit_mb`` stays on disk (``load: auto``): a batch reads just its
-windows from the file, and the one pass at start-up (complete windows, statistics) reads a block
-at a time (:mod:`tnpx.data.grid.windows`). A window holding a missing value (NaN) of an output
-or static input is never drawn; one warning counts those windows. Bad data raises a
-:class:`~tnpx.user_files.DataError` of one line naming the file and the variable.
+windows from the file, and the one pass at start-up (windows, statistics, fill values) reads a
+block at a time (:mod:`tnpx.data.grid.windows`). A cell missing a value (NaN, or a value
+declared by ``missing_value:``) of an output or static input is masked: never context, never a
+target (:mod:`tnpx.data.grid.masking`); a window is drawn while at least ``min_valid`` of its
+cells are valid, and one warning counts the windows and cells left out. Bad data (an
+undeclared fill value, an unsorted coordinate, a window dim that is not an input) raises a
+:class:`~tnpx.user_files.DataError` of one line naming the file and the variable
+(:mod:`tnpx.data.grid.checks`).
 
 The TE-4 temperature sampler (:mod:`tnpx.data.era5`) is this source with TE-4's layout and its
 region statistics.
@@ -42,10 +46,20 @@ import torch
 
 from ...batch import Batch
 from ...input_checks import check_option
-from ...user_files import DataError, as_list, warn_user
+from ...user_files import DataError, as_list
 from ..base import SPLITS, TaskSampler, randint
+from .checks import (
+    check_clear,
+    check_given,
+    check_sorted,
+    check_window_inputs,
+    check_windows,
+    warn_time_split,
+)
 from .config import GridConfig
 from .files import GridData, open_grid
+from .fill_values import declared
+from .masking import masked_order
 from .splits import split_regions, why_empty
 from .windows import Windows, scan
 
@@ -77,31 +91,45 @@ class GridSampler(TaskSampler):
         self.y, self.static = as_list(c.y), as_list(c.static)
         self.n_points, self.min_ctx, self.max_ctx = _check_options(c, self.y, dataset is not None)
         self.batch_size, self.seed = batch_size, seed
+        fills = declared(c.missing_value, [*self.y, *self.static])
         self.data = data = open_grid(
-            c.path if dataset is None else dataset, self.y, self.static, c.select, c.static_path
+            c.path if dataset is None else dataset,
+            self.y,
+            self.static,
+            c.select,
+            c.static_path,
+            fills,
         )
         self.window = _window(data, c.window)
         self.x = _inputs(data, c.x)
+        check_sorted(data)
+        check_window_inputs(data, self.window, self.x)
         self.dim_x, self.dim_y = len(self.x) + len(self.static), len(self.y)
         regions = split_regions(data, c, self.window)
         if c.load == "memory" or (c.load == "auto" and data.nbytes <= c.memory_limit_mb * 2**20):
             data.load()
-        self._windows, moments = scan(data, self.window, regions, regions["train"])
-        _check_clear(data, self._windows, self.window)
+        # a window is drawn with at least ceil(N min_valid) valid cells, and never fewer than
+        # two (one context point, one target)
+        least = max(2, math.ceil(self.n_points * c.min_valid - 1e-9))
+        found = scan(data, self.window, regions, regions["train"], self.n_points - least)
+        found.fills.check(data.name)
+        self._windows, moments = found.windows, found.moments
+        check_clear(data, self._windows, self.window)
         if normalisation is None:
             moments.check(data)
             normalisation = moments.normalisation(data, self.x, c.normalise)
             # each input's unit, so that prediction can take dates (tnpx.apply.coordinate_units)
             normalisation["x"]["units"] = [data.units.get(v, "") for v in [*self.x, *self.static]]
         else:  # given maps (TE-4's, a checkpoint's) need no training data, only its columns
-            _check_given(normalisation, [*self.x, *self.static], self.y)
+            check_given(normalisation, [*self.x, *self.static], self.y)
         self._normalisation = normalisation
         as64 = {"dtype": torch.float64}
         self._loc = {k: torch.tensor(normalisation[k]["loc"], **as64) for k in "xy"}
         self._scale = {k: torch.tensor(normalisation[k]["scale"], **as64) for k in "xy"}
         self._coords = {d: torch.from_numpy(v) for d, v in data.coords.items()}
         self._statics = {s: torch.from_numpy(v) for s, (_, v) in data.statics.items()}
-        _check_windows(data, self._windows, self.window)
+        check_windows(data, found, self.window, c.min_valid)
+        warn_time_split(data, c, self.x)
 
     @classmethod
     def from_dataset(
@@ -170,20 +198,34 @@ class GridSampler(TaskSampler):
     ) -> Batch:
         """One batch of ``split``'s windows drawn with ``generator`` only: ``xc [batch, n_ctx,
         dim_x]``, ``yc [batch, n_ctx, dim_y]``, ``xt [batch, N - n_ctx, dim_x]``, ``yt``; each
-        task is one window, its points shuffled, the first ``n_ctx`` context."""
+        task is one window, its points shuffled, the first ``n_ctx`` context. Where a drawn
+        window has missing cells, ``mask_c [batch, n_ctx]`` and ``mask_t [batch, N - n_ctx]``
+        are False at them (outputs 0.0, inputs the cell's coordinates, a missing static input
+        0.0): never context, never a target
+        (:func:`~tnpx.data.grid.masking.masked_order`); else both are None."""
         windows, g = self.windows(split), generator
         b = batch_size or self.batch_size
         n_ctx = randint(g, self.min_ctx, self.max_ctx)
         origin = windows.draw(g, b)
         x, y = self.window_points(origin)
-        order = torch.rand(b, self.n_points, generator=g).argsort(dim=1)[..., None]
+        rand = torch.rand(b, self.n_points, generator=g)
+        missing = ~(torch.isfinite(x).all(-1) & torch.isfinite(y).all(-1))  # [b, N]
+        masks = {}
+        if missing.any():
+            order, masks["mask_c"], masks["mask_t"] = masked_order(rand, missing, n_ctx)
+        else:  # the complete-field rule, bit for bit
+            order = rand.argsort(dim=1)
+        order = order[..., None]
         x = x.gather(1, order.expand(-1, -1, self.dim_x))
         x, y = self.standardise(x, y.gather(1, order.expand(-1, -1, self.dim_y)))
         x, y = x.float(), y.float()
+        if masks:  # a missing cell keeps its coordinates (a map still places it); 0.0 else
+            real = torch.cat([masks["mask_c"], masks["mask_t"]], 1)[..., None]
+            x, y = torch.nan_to_num(x, nan=0.0), y.masked_fill(~real, 0.0)
         dims = self.data.dims
         first = [self._coords[d][origin[:, dims.index(d)]] for d in self.x]
         info = {"origin": torch.stack(first, -1), "origin_index": origin}
-        return Batch(x[:, :n_ctx], y[:, :n_ctx], x[:, n_ctx:], y[:, n_ctx:], info=info)
+        return Batch(x[:, :n_ctx], y[:, :n_ctx], x[:, n_ctx:], y[:, n_ctx:], info=info, **masks)
 
 
 def context_range(n_points: int, min_frac: float, max_frac: float) -> tuple[int, int]:
@@ -218,6 +260,10 @@ def _check_options(c: GridConfig, y: list, has_dataset: bool) -> tuple[int, int,
         raise ValueError("grid: val_fraction and test_fraction must lie in [0, 1)")
     if c.val_fraction + c.test_fraction >= 1:
         raise ValueError("grid: val_fraction + test_fraction must leave training data (< 1)")
+    if not 0 < c.min_valid <= 1:
+        raise ValueError(
+            f"grid: min_valid (a share of a window's cells) must lie in (0, 1], got {c.min_valid}"
+        )
     n_points = math.prod(sizes.values())
     return (n_points, *context_range(n_points, c.min_ctx_frac, c.max_ctx_frac))
 
@@ -257,48 +303,6 @@ def _inputs(data: GridData, x: list[str] | None) -> list[str]:
                 f"{', '.join(data.dims)})"
             )
     return list(x)
-
-
-# -- checks and statistics ---------------------------------------------------------------------
-def _check_given(normalisation: dict, x: list[str], y: list[str]) -> None:
-    for side, columns in (("x", x), ("y", y)):
-        given = list(normalisation[side]["columns"])
-        if given != columns:
-            raise ValueError(f"grid: the normalisation's {side} columns {given} are not {columns}")
-
-
-def _shape(data: GridData, window) -> str:
-    return " × ".join(f"{d}={w}" for d, w in zip(data.dims, window))
-
-
-def _check_clear(data: GridData, windows: dict[str, Windows], window) -> None:
-    """Training windows must fit beside the ``val_select`` / ``test_select`` boxes."""
-    if len(windows["train"]) == 0 and not windows["train"].excluded:
-        raise DataError(
-            f"{data.name}: no {_shape(data, window)} window of the train split lies clear of "
-            "val_select and test_select; make them smaller"
-        )
-
-
-def _check_windows(data: GridData, windows: dict[str, Windows], window) -> None:
-    """A split without a complete window is an error; one warning counts the windows left out
-    for a missing value."""
-    shape = _shape(data, window)
-    outputs = " or ".join(map(repr, [*data.y, *data.statics]))
-    for split, found in windows.items():
-        if len(found) == 0:
-            raise DataError(
-                f"{data.name}: no {shape} window of the {split} split is free of missing values "
-                f"of {outputs}"
-            )
-    excluded = {s: w.excluded for s, w in windows.items() if w.excluded}
-    if excluded:
-        total = sum(len(w) + w.excluded for w in windows.values())
-        counts = ", ".join(f"{s} {n}" for s, n in excluded.items())
-        warn_user(
-            f"{data.name}: {sum(excluded.values())} of {total} {shape} windows hold a missing "
-            f"value of {outputs} and are never drawn ({counts})"
-        )
 
 
 __all__ = [

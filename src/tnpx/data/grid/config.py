@@ -51,3 +51,5 @@ class GridConfig:
     normalise: bool = True
     load: str = "auto"  # auto | memory | lazy
     memory_limit_mb: float = 1024.0
+    min_valid: float = 0.5
+    missing_value: float | dict | None = None

@@ -26,7 +26,8 @@ import numpy as np
 
 from ...extras import require
 from ...user_files import DataError
-from ..field_arrays import time_unit, time_values
+from ..field_arrays import coordinate_unit, time_values
+from .fill_values import as_missing
 
 if TYPE_CHECKING:  # pragma: no cover
     import xarray
@@ -50,7 +51,8 @@ class GridData:
     inputs. ``coords[dim]``: float64 inputs ``[sizes[d]]``; ``labels[dim]``: the coordinate as
     a pandas Index, for ``select``-style boxes; ``statics[name]``: ``(dims, float64 array)``;
     ``name``: the file(s) in messages; ``units[dim or static]``: the unit of its inputs
-    (:func:`coordinate_unit`)."""
+    (:func:`~tnpx.data.field_arrays.coordinate_unit`); ``missing``: variable -> declared fill values, read as NaN
+    (``missing_value:``)."""
 
     name: str
     y: list[str]
@@ -64,6 +66,7 @@ class GridData:
     lazy: bool = True
     itemsize: int = field(default=8)
     units: dict[str, str] = field(default_factory=dict)
+    missing: dict[str, np.ndarray] = field(default_factory=dict)  # declared fill values
 
     @property
     def nbytes(self) -> int:
@@ -87,13 +90,19 @@ class GridData:
             else:
                 blocks = [np.asarray(da[tuple(key)].values) for da in part.arrays]
                 pieces.append(blocks[0][None] if len(blocks) == 1 else np.stack(blocks))
-        return pieces[0] if len(pieces) == 1 else np.concatenate(pieces, axis=j + 1)
+        block = pieces[0] if len(pieces) == 1 else np.concatenate(pieces, axis=j + 1)
+        if any(var in self.missing for var in self.y):  # a new array: the input stays as it is
+            block = np.stack(
+                [as_missing(v, self.missing.get(var)) for var, v in zip(self.y, block)]
+            )
+        return block
 
     def load(self) -> None:
         """Read every output into memory (one numpy array): batches then index it."""
         if self.lazy:
-            block = self.read([0] * len(self.dims), self.sizes)
+            block = self.read([0] * len(self.dims), self.sizes)  # declared fills now NaN
             self.parts, self.joined, self.lazy = [Part(block, 0, self.sizes[0])], 0, False
+            self.missing = {}
 
     def positions(self, box: dict, option: str) -> dict[str, tuple[int, int]]:
         """Index ranges ``[lo, hi)`` per dim of the cells whose coordinates lie in ``box``
@@ -127,10 +136,11 @@ def open_grid(
     static: list[str],
     select: dict | None = None,
     static_path: str | None = None,
+    missing: dict[str, np.ndarray] | None = None,
 ) -> GridData:
     """``source`` (a path, a list or glob of paths, or an ``xarray.Dataset``) as a lazily
     indexed :class:`GridData` of the outputs ``y`` and the static inputs ``static``, cut to
-    ``select`` (dim -> ``[low, high]``)."""
+    ``select`` (dim -> ``[low, high]``); ``missing``: variable -> fill values read as NaN."""
     xr = require("xarray", "xarray", "the grid data source")
     if isinstance(source, xr.Dataset):
         name, datasets = "the Dataset", [source]
@@ -159,27 +169,14 @@ def open_grid(
     sizes = tuple(len(labels[d]) for d in dims)
     parts = _parts(arrays, joined, dims, cut)
     coords = {d: coordinate_values(labels[d], f"{name}: coordinate {d!r}") for d in dims}
+    missing = missing or {}
     statics = _statics(static, static_path, datasets[0], labels, dims, name)
+    statics = {s: (own, as_missing(v, missing.get(s))) for s, (own, v) in statics.items()}
     itemsize = max(np.dtype(first.dtype).itemsize, 4)
     attrs = {v: datasets[0][v].attrs for v in [*dims, *statics] if v in datasets[0].variables}
     units = {v: coordinate_unit(labels.get(v, []), attrs.get(v, {})) for v in [*dims, *statics]}
     return GridData(name, list(y), dims, sizes, coords, labels, statics, parts, joined,
-                    itemsize=itemsize, units=units)  # fmt: skip
-
-
-def coordinate_unit(index, attrs: dict) -> str:
-    """The unit of a coordinate's inputs (:func:`coordinate_values`), which a checkpoint
-    stores: hours since 1970-01-01 for dates (their calendar named where not the standard
-    one: :func:`~tnpx.data.field_arrays.time_unit`), hours for time spans, else the CF
-    ``units`` attribute (``"degrees_north"``; ``""`` where there is none)."""
-    values = np.asarray(index)
-    if values.dtype == object and len(values) and hasattr(values[0], "calendar"):
-        return time_unit(values[0].calendar)
-    if np.issubdtype(values.dtype, np.datetime64):
-        return time_unit()
-    if np.issubdtype(values.dtype, np.timedelta64):
-        return "hours"
-    return str(attrs.get("units", ""))
+                    itemsize=itemsize, units=units, missing=missing)  # fmt: skip
 
 
 def coordinate_values(index, where: str) -> np.ndarray:

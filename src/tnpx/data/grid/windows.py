@@ -1,14 +1,16 @@
 """Where the ``grid`` source's windows may start, and its training statistics: one pass over
 the data, a chunk of the first dim at a time, so memory stays bounded however large the data.
 
-One job: :func:`scan` reads the outputs in blocks of about :data:`SCAN_BYTES` and returns, for
-each split's :class:`Region`, the :class:`Windows` it draws from (the origins of its windows
-that hold no missing value, packed one bit each, or none at all when every window is
-complete), and the :class:`Moments` of the training cells that the normalisation is fitted on.
+One job: :func:`scan` reads the outputs in blocks of about :data:`SCAN_BYTES` and returns a
+:class:`Scan`: for each split's :class:`Region`, the :class:`Windows` it draws from (the
+origins of its windows that hold at most ``max_missing`` missing cells, packed one bit each, or
+none at all when every window qualifies), the :class:`Moments` of the training cells that the
+normalisation is fitted on, the count of missing cells, and each variable's extremes for the
+fill-value check (:mod:`tnpx.data.grid.fill_values`).
 
-A window is complete when every output and every static input is present (finite) in all its
-cells. Windows are listed in row-major order of their origins, so :meth:`Windows.draw` picks the
-``k``-th complete one for ``k ~ U{0, ..., n - 1}`` (the TE-4 sampler's rule, kept exactly).
+A cell is missing when an output or a static input is missing (NaN) there. Windows are listed in
+row-major order of their origins, so :meth:`Windows.draw` picks the ``k``-th listed one for
+``k ~ U{0, ..., n - 1}`` (the TE-4 sampler's rule, kept exactly).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import torch
 from ...user_files import DataError
 from ..field_arrays import mean_std
 from .files import GridData
+from .fill_values import FillValues
 from .splits import Region
 
 SCAN_BYTES = 16 * 2**20  # outputs read per block of the scan (its masks take a few times more)
@@ -31,7 +34,7 @@ class Windows:
     """The origins a split draws from: every origin of the box ``[start, start + room)`` per
     dim, or (``bits``) those set in a row-major mask packed per first-dim row, ``before[i]``
     counting the set bits of the rows before row ``i``. ``excluded``: the windows of the split
-    left out for a missing value."""
+    left out for too many missing cells."""
 
     def __init__(self, start, room, bits=None, before=None, excluded: int = 0):
         self.start = torch.as_tensor(start, dtype=torch.long)
@@ -58,7 +61,7 @@ class Windows:
 
 
 class _Listing:
-    """The complete windows of one region, gathered block by block."""
+    """The windows of one region with few enough missing cells, gathered block by block."""
 
     def __init__(self, region: Region, window: tuple[int, ...]):
         self.region, self.window = region, window
@@ -66,8 +69,8 @@ class _Listing:
         self.bits, self.counts, self.possible = [], [], 0
 
     def add(self, r0: int, complete: np.ndarray) -> None:
-        """``complete [m, ...]``: complete windows of the origins of rows ``r0 .. r0 + m - 1``
-        and every origin of the other dims."""
+        """``complete [m, ...]``: whether the windows of the origins of rows ``r0 .. r0 + m -
+        1`` (and every origin of the other dims) have few enough missing cells."""
         rows = np.arange(r0, r0 + len(complete))
         take = (rows >= self.region.lo[0]) & (rows < self.region.lo[0] + self.room[0])
         if not take.any():
@@ -188,11 +191,28 @@ class Moments:
         }
 
 
+@dataclass
+class Scan:
+    """What :func:`scan` finds: each split's windows, the training moments, how many cells of
+    the data are missing (``missing`` of ``cells``), and the variables' extremes."""
+
+    windows: dict[str, Windows]
+    moments: Moments
+    missing: int
+    cells: int
+    fills: FillValues
+
+
 def scan(
-    data: GridData, window: tuple[int, ...], regions: dict[str, Region], fit: Region
-) -> tuple[dict[str, Windows], Moments]:
-    """One pass over ``data``: each region's complete windows, and the moments of the
-    cells of ``fit`` (the training region)."""
+    data: GridData,
+    window: tuple[int, ...],
+    regions: dict[str, Region],
+    fit: Region,
+    max_missing: int = 0,
+) -> Scan:
+    """One pass over ``data``: each region's windows with at most ``max_missing`` missing
+    cells, the moments of the cells of ``fit`` (the training region), the missing cells and
+    the variables' extremes."""
     sizes, n0, w0 = data.sizes, data.sizes[0], window[0]
     row_bytes = max(1, math.prod(sizes[1:]) * len(data.y) * data.itemsize)
     step = max(1, SCAN_BYTES // row_bytes)
@@ -202,19 +222,29 @@ def scan(
         statics={s: np.zeros(v.shape, np.int64) for s, (_, v) in data.statics.items()},
         present=np.zeros(len(data.y), np.int64),
     )
+    fills = FillValues([*data.y, *data.statics], math.ceil(n0 / step))
+    for j, (_, values) in enumerate(data.statics.values()):
+        fills.add(len(data.y) + j, values)
+    missing = 0
     for r0 in range(0, n0, step):
         r1 = min(n0, r0 + step + w0 - 1)  # and the rows the last windows of the block reach
         values = data.read((r0, *[0] * (len(sizes) - 1)), (r1 - r0, *sizes[1:]))
         finite = np.isfinite(values)
         usable = finite.all(0) & _statics_present(data, r0, r1)
-        complete = _all_in_windows(usable, window)
+        absent = _missing_in_windows(usable, window)
+        complete = absent == 0 if max_missing == 0 else absent <= max_missing
         for listing in listings.values():
             listing.add(r0, complete[:step])
         s = min(step, n0 - r0)  # the block's own rows (not the next block's)
+        own = np.broadcast_to(usable[:s], (s, *sizes[1:]))
+        missing += own.size - int(np.count_nonzero(own))
+        for j in range(len(data.y)):
+            fills.add(j, values[j, :s])
         cells = fit.cells(r0, r0 + s, sizes)
         moments.present += (finite[:, :s] & cells).reshape(len(data.y), -1).sum(1)
         moments.add(r0, usable[:s] & cells, values[:, :s], data)
-    return {name: listing.windows() for name, listing in listings.items()}, moments
+    found = {name: listing.windows() for name, listing in listings.items()}
+    return Scan(found, moments, missing, math.prod(sizes), fills)
 
 
 def _statics_present(data: GridData, r0: int, r1: int) -> np.ndarray:
@@ -229,16 +259,16 @@ def _statics_present(data: GridData, r0: int, r1: int) -> np.ndarray:
     return ok
 
 
-def _all_in_windows(ok: np.ndarray, window: tuple[int, ...]) -> np.ndarray:
-    """``[n_0 - w_0 + 1, ...]``: whether ``ok`` holds in every cell of the window starting at
-    each origin (sliding counts of the cells that do not, one axis at a time)."""
-    out = ok
+def _missing_in_windows(ok: np.ndarray, window: tuple[int, ...]) -> np.ndarray:
+    """``[n_0 - w_0 + 1, ...]`` int32: how many cells of the window starting at each origin
+    ``ok`` does not hold in (sliding sums of prefix counts, one axis at a time)."""
+    out = (~ok).astype(np.int32)
     for axis, w in enumerate(window):
         at = (slice(None),) * axis
         shape = list(out.shape)
         shape[axis] += 1
-        missing = np.zeros(shape, np.int32)  # missing[i]: cells before i that do not hold
-        np.cumsum(~out, axis=axis, dtype=np.int32, out=missing[(*at, slice(1, None))])
-        ahead = missing[(*at, slice(w, None))]  # empty where the block is shorter than w
-        out = ahead == missing[(*at, slice(0, max(shape[axis] - w, 0)))]
+        before = np.zeros(shape, np.int32)  # before[i]: the count over the cells before i
+        np.cumsum(out, axis=axis, dtype=np.int32, out=before[(*at, slice(1, None))])
+        ahead = before[(*at, slice(w, None))]  # empty where the block is shorter than w
+        out = ahead - before[(*at, slice(0, max(shape[axis] - w, 0)))]
     return out

@@ -148,18 +148,24 @@ def _check_trained(table: Table, y_cols: list, train_y: np.ndarray) -> None:
             )
 
 
-def _check_duplicates(table, x_cols, code, x, order, keys, show) -> None:
+def _check_duplicates(table, x_cols, code, x, order, keys, show, y=None) -> None:
     """Two rows of one task at the same inputs: an error (context and target would share a
-    point). ``order`` sorts the rows by task, then inputs."""
+    point; with different outputs the model cannot tell them apart: a ``task`` column too
+    coarse, an input left out). ``order`` sorts the rows by task, then inputs; ``y [rows,
+    dim_y]`` (NaN where missing) says whether the outputs conflict."""
     xs, cs = x[order], code[order]
     same = (cs[1:] == cs[:-1]) & (xs[1:] == xs[:-1]).all(1)
     if not same.any():
         return
-    first = int(order[1:][same].min())
+    pairs = np.stack([order[:-1][same], order[1:][same]], 1)  # [n, 2] rows repeating
+    first, other = sorted(pairs[np.argmin(pairs.max(1))].tolist())
     at = ", ".join(f"{col}={v:g}" for col, v in zip(x_cols, x[first]))
+    conflict = ""
+    if y is not None and not np.array_equal(y[first], y[other], equal_nan=True):
+        conflict = " with different outputs, which the model cannot tell apart"
     raise DataError(
         f"{table.name}: {int(same.sum())} row(s) repeat the inputs {column_names(x_cols)} of "
         f"another row of their task, the first in task {show(keys[code[first]])} "
-        f"({table.where(first)}: {at}); average repeated measurements, or add the column that "
-        "tells them apart to task"
+        f"({table.where(first)} and {table.where(other)}: {at}){conflict}; average repeated "
+        "measurements, or add the column that tells them apart to task (or to x)"
     )

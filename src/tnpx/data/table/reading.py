@@ -100,7 +100,7 @@ def load_tasks(
     x = values[:, : len(x_cols)]
     _check_varies(table, y_cols, values[:, len(x_cols) :])
     order = np.lexsort([*x.T[::-1], code])  # by task, then by inputs
-    _check_duplicates(table, x_cols, code, x, order, keys, show)
+    _check_duplicates(table, x_cols, code, x, order, keys, show, values[:, len(x_cols) :])
     sizes = np.bincount(code, minlength=len(keys))
     kept = _kept_tasks(table, sizes, keys, show, c.min_ctx)
     split = np.full(len(keys), -1)  # -1: skipped

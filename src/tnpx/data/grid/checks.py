@@ -1,0 +1,127 @@
+"""Checks of the ``grid`` source's data against its options, each a
+:class:`~tnpx.user_files.DataError` of one line naming the file, the variable or dim, and what
+to do, or one warning.
+
+One job: refusing grids a model would learn wrong from without a word (a coordinate that is not
+sorted, a window dim that is not an input), checking the windows the scan found
+(:mod:`tnpx.data.grid.windows`), and saying when the held-out periods lie outside the training
+period along an input (the model must extrapolate in time).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...user_files import DataError, warn_user
+from .config import GridConfig
+from .files import GridData
+from .windows import Scan, Windows
+
+
+def window_shape(data: GridData, window) -> str:
+    """``time=3 × lat=4 × lon=5``: a window in words."""
+    return " × ".join(f"{d}={w}" for d, w in zip(data.dims, window))
+
+
+def check_sorted(data: GridData) -> None:
+    """Every dim's coordinate strictly increasing or strictly decreasing: a window is that many
+    consecutive grid points, so one across a jump (a longitude relabelled to -180..180 without
+    sorting) would join cells far apart."""
+    for dim in data.dims:
+        values = data.coords[dim]
+        step = np.diff(values)
+        if len(step) == 0 or (step > 0).all() or (step < 0).all():
+            continue
+        rising = (step > 0).sum() >= (step < 0).sum()
+        at = int(np.flatnonzero(step <= 0 if rising else step >= 0)[0])
+        raise DataError(
+            f"{data.name}: coordinate {dim!r} is not sorted: it jumps from {values[at]:g} to "
+            f"{values[at + 1]:g} at index {at + 1}, so windows would join cells that are not "
+            f"neighbours; sort it (dataset.sortby({dim!r})) and save the file again"
+        )
+
+
+def check_window_inputs(data: GridData, window: tuple[int, ...], x: list[str]) -> None:
+    """A dim a window spans (length > 1) must be an input, or the model sees several cells
+    at the same inputs with different outputs and cannot tell them apart."""
+    for dim, w in zip(data.dims, window):
+        if w > 1 and dim not in x:
+            raise DataError(
+                f"{data.name}: the window spans {w} {dim} points but x leaves {dim!r} out "
+                f"(x: {list(x)}), so a task holds {w} cells at the same inputs that the model "
+                f"cannot tell apart; add {dim!r} to x or set its window to 1"
+            )
+
+
+def is_time(data: GridData, dim: str) -> bool:
+    """Whether ``dim`` is time: its name, or coordinates that are dates or durations."""
+    values = np.asarray(data.labels[dim])
+    dated = values.dtype.kind in "mM" or (len(values) and hasattr(values[0], "calendar"))
+    return dim.lower() == "time" or bool(dated)
+
+
+def warn_time_split(data: GridData, c: GridConfig, x: list[str]) -> None:
+    """Held-out periods after the training one along an input time dim: the model must
+    extrapolate in time there. One warning, not an error."""
+    if c.val_select or c.test_select or not (c.val_fraction or c.test_fraction):
+        return
+    dim = c.split_dim or ("time" if "time" in data.dims else data.dims[0])
+    if dim in x and is_time(data, dim):
+        warn_user(
+            f"{data.name}: the val/test periods lie outside the training period along {dim!r}: "
+            f"the model must extrapolate in time; consider leaving time out of x (x: "
+            f"{[d for d in x if d != dim]})"
+        )
+
+
+def check_given(normalisation: dict, x: list[str], y: list[str]) -> None:
+    """Given maps (TE-4's, a checkpoint's) must be for these columns, in this order."""
+    for side, columns in (("x", x), ("y", y)):
+        given = list(normalisation[side]["columns"])
+        if given != columns:
+            raise ValueError(f"grid: the normalisation's {side} columns {given} are not {columns}")
+
+
+def check_clear(data: GridData, windows: dict[str, Windows], window) -> None:
+    """Training windows must fit beside the ``val_select`` / ``test_select`` boxes."""
+    if len(windows["train"]) == 0 and not windows["train"].excluded:
+        raise DataError(
+            f"{data.name}: no {window_shape(data, window)} window of the train split lies "
+            "clear of val_select and test_select; make them smaller"
+        )
+
+
+def check_windows(data: GridData, found: Scan, window, min_valid: float) -> None:
+    """A split without a window to draw is an error; one warning counts the windows left out
+    for missing cells and the missing cells (masked in the windows drawn)."""
+    shape = window_shape(data, window)
+    outputs = " or ".join(map(repr, [*data.y, *data.statics]))
+    share = f"{min_valid:.0%}"
+    for split, listed in found.windows.items():
+        if len(listed) == 0 and min_valid >= 1:
+            raise DataError(
+                f"{data.name}: no {shape} window of the {split} split is free of missing values "
+                f"of {outputs}; lower min_valid (now 1.0) to draw windows with missing cells"
+            )
+        if len(listed) == 0:
+            raise DataError(
+                f"{data.name}: no {shape} window of the {split} split has {share} of its cells "
+                f"valid (values of {outputs} present); lower min_valid (now {min_valid:g})"
+            )
+    excluded = {s: w.excluded for s, w in found.windows.items() if w.excluded}
+    if not excluded and not found.missing:
+        return
+    total = sum(len(w) + w.excluded for w in found.windows.values())
+    counts = ", ".join(f"{s} {n}" for s, n in excluded.items())
+    rule = "hold a missing value" if min_valid >= 1 else f"have under {share} of their cells valid"
+    if excluded:
+        dropped = (
+            f"{sum(excluded.values())} of {total} {shape} windows {rule} of {outputs} and are "
+            f"never drawn ({counts})"
+        )
+    else:
+        dropped = f"none of the {total} {shape} windows has under {share} of its cells valid"
+    cells = f"{found.missing} of {found.cells} cells miss a value of {outputs}"
+    if min_valid < 1:
+        cells += " (masked in the windows drawn: never context, never a target)"
+    warn_user(f"{data.name}: {dropped}; {cells}; min_valid (now {min_valid:g}) sets the share")
