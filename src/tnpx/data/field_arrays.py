@@ -47,10 +47,10 @@ def time_unit(calendar: str | None = None) -> str:
 
 
 def coordinate_unit(index, attrs: dict) -> str:
-    """The unit of a coordinate's inputs (:func:`tnpx.data.grid.files.coordinate_values`), which a checkpoint
-    stores: hours since 1970-01-01 for dates (their calendar named where not the standard
-    one: :func:`time_unit`), hours for time spans, else the CF
-    ``units`` attribute (``"degrees_north"``; ``""`` where there is none)."""
+    """The unit of a coordinate's inputs (the grid source's ``coordinate_values``), which a
+    checkpoint stores: hours since 1970-01-01 for dates (their calendar named where not the
+    standard one: :func:`time_unit`), hours for time spans, else the CF ``units`` attribute
+    (``"degrees_north"``; ``""`` where there is none)."""
     values = np.asarray(index)
     if values.dtype == object and len(values) and hasattr(values[0], "calendar"):
         return time_unit(values[0].calendar)

@@ -51,8 +51,8 @@ class GridData:
     inputs. ``coords[dim]``: float64 inputs ``[sizes[d]]``; ``labels[dim]``: the coordinate as
     a pandas Index, for ``select``-style boxes; ``statics[name]``: ``(dims, float64 array)``;
     ``name``: the file(s) in messages; ``units[dim or static]``: the unit of its inputs
-    (:func:`~tnpx.data.field_arrays.coordinate_unit`); ``missing``: variable -> declared fill values, read as NaN
-    (``missing_value:``)."""
+    (:func:`~tnpx.data.field_arrays.coordinate_unit`); ``missing``: variable -> declared fill
+    values, read as NaN (``missing_value:``)."""
 
     name: str
     y: list[str]
