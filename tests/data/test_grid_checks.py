@@ -167,3 +167,25 @@ def test_held_out_periods_with_time_an_input_warn_once(tmp_path):
     numbered = make_dataset().assign_coords(time=np.arange(40.0))  # a time dim by name
     _, said = _build(_write(numbered, tmp_path, "hours.nc"), split_dim="time")
     assert any(TIME_SPLIT in m for m in said)
+
+
+def test_by_default_the_inputs_are_the_dims_a_window_spans_time_last():
+    xr = pytest.importorskip("xarray")
+    from tnpx.data.grid import GridSampler
+
+    time = np.arange("2000-01", "2001-01", dtype="datetime64[M]").astype("datetime64[ns]")
+    v = np.random.default_rng(0).standard_normal((12, 5, 6))
+    data = xr.Dataset(
+        {"v": (("time", "lat", "lon"), v)},
+        coords={"time": time, "lat": np.arange(5.0), "lon": np.arange(6.0)},
+    )
+    maps = GridSampler.from_dataset(data, y=["v"], window={"time": 1, "lat": 3, "lon": 3})
+    assert maps.x == ["lat", "lon"] and maps.dim_x == 2  # a month per task: time not an input
+    spans = GridSampler.from_dataset(
+        data, y=["v"], window={"time": 2, "lat": 3, "lon": 3}, val_fraction=0.2, test_fraction=0.2
+    )
+    assert spans.x == ["lat", "lon", "time"]
+    named = GridSampler.from_dataset(
+        data, y=["v"], window={"time": 1, "lat": 3, "lon": 3}, x=["lat", "lon", "time"]
+    )
+    assert named.x == ["lat", "lon", "time"]

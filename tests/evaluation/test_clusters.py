@@ -68,8 +68,8 @@ def test_a_grids_test_windows_are_clustered_by_their_month():
 
     data = _monthly()
     window = {"time": 1, "lat": 3, "lon": 3}
-    sampler = GridSampler.from_dataset(
-        data, batch_size=8, y=["v"], window=window, test_fraction=0.2
+    sampler = GridSampler.from_dataset(  # time an input, to read each window's month
+        data, batch_size=8, y=["v"], window=window, test_fraction=0.2, x=["lat", "lon", "time"]
     )
     rule = cluster_rule(sampler)
     assert "'time' block of 1 point" in rule.unit

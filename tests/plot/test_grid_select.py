@@ -34,6 +34,7 @@ def _sampler(**options):
     from tnpx.data.grid import GridSampler
 
     window = options.pop("window", {"time": 1, "lat": 3, "lon": 3})
+    options.setdefault("x", ["lat", "lon", "time"])  # time an input, though one month long
     # the last 6 months (2001-07 .. 2001-12) are the test split
     return GridSampler.from_dataset(_monthly(), batch_size=4, y=["v"], window=window,
                                     test_fraction=0.25, **options)  # fmt: skip

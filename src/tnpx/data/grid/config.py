@@ -14,7 +14,8 @@ class GridConfig:
     ``path``: a NetCDF file, a list or glob of them (joined along the dim whose coordinates
     differ), or a Zarr store. ``y``: the output variables (several share dims: ``dim_y > 1``).
     ``window``: dim -> points per task, naming every dim of the outputs. ``x``: the input
-    order, dims of the outputs (default: their order with ``time`` last); the static inputs
+    order, dims of the outputs (default: those a window spans more than one point of, in their
+    order with ``time`` last); the static inputs
     ``static`` (variables on a subset of the dims, from ``static_path`` or else the data's first
     file) follow. ``select``: dim -> ``[low, high]`` (coordinate values, both included; dates as
     strings) restricts the data. ``N_c`` is drawn once per batch, uniformly on ``{ceil(N
