@@ -14,6 +14,8 @@ held-out tasks, and writes its results folder under ``results/examples/``
     python examples/iris_air_temperature.py   # E1 air temperature as grid windows (the
                                               # `grid` source, a file read as it comes); the
                                               # trained model unchanged on the A1B scenario
+    python examples/iris_maps.py          # the same file at the grid source's defaults: a task
+                                          # is one year's map, time not an input
     python examples/elevation_map.py      # a shipped 2D model maps an elevation field from
                                           # scattered points, zero-shot (no training)
 """

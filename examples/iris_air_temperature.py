@@ -92,7 +92,9 @@ def draw_windows(model: NeuralProcess, sampler: GridSampler, path: Path, n_tasks
 
 def _fixed_sampler(sampler: GridSampler) -> GridSampler:
     """``sampler`` with every window's context a :data:`FIGURE_CONTEXT` share of its points."""
-    config = replace(sampler.config, min_ctx_frac=FIGURE_CONTEXT, max_ctx_frac=FIGURE_CONTEXT)
+    k = max(1, round(sampler.n_points * FIGURE_CONTEXT))  # 32 of 320 points, 6 of 64
+    share = k / sampler.n_points  # exactly k (context_range rounds k / N back to k)
+    config = replace(sampler.config, min_ctx_frac=share, max_ctx_frac=share)
     return GridSampler(config, sampler.batch_size, sampler.seed, None, sampler.normalisation)
 
 
@@ -113,8 +115,17 @@ def _window_maps(models: dict, sampler: GridSampler, batch: Batch, i: int):
         (float(p[0]), float(p[1]), bool(here))
         for p, here in zip(window.context_points, window.in_slice)
     ]
-    when = math.floor(1970 + window.fixed["time"] / HOURS_PER_YEAR)
-    return maps, context, window.extent, when
+    return maps, context, window.extent, window_year(sampler, batch, i)
+
+
+def window_year(sampler: GridSampler, batch: Batch, i: int) -> int:
+    """The year of window ``i``'s middle time step, read from the data's own time coordinate
+    at the window's grid indices (``info["origin_index"]``), so it holds whether or not time is
+    an input."""
+    dims = sampler.data.dims
+    step = int(batch.info["origin_index"][i, dims.index("time")])
+    step += sampler.window[dims.index("time")] // 2
+    return math.floor(1970 + float(sampler.data.coords["time"][step]) / HOURS_PER_YEAR)
 
 
 def _mark_context(ax, context: list[tuple[float, float, bool]]) -> None:
