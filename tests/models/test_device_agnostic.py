@@ -146,3 +146,44 @@ def test_the_check_fails_on_a_wrong_dtype(monkeypatch):
     monkeypatch.setattr(cls, "_predict", in_float64)
     with pytest.raises(AssertionError, match="expected torch.float32"):
         run_on_meta("tnp", torch.float32)
+
+
+def eval_on_meta(name: str, dtype: torch.dtype = torch.float32):
+    """``(model, batch)`` on meta, the model in eval mode; skips an exception."""
+    if name in EXCEPTIONS:
+        pytest.skip(EXCEPTIONS[name])
+    model = meta_model(name, dtype).eval()
+    return model, meta_batch(model, dtype)
+
+
+@pytest.mark.parametrize("name", sorted(n for n in REGISTRY if REGISTRY[n].streamable()))
+def test_streamed_prediction_runs_on_meta(name: str):
+    """``predict``'s model path (``predict_arrays``: the context encoded once, the targets
+    decoded in chunks); its last step, ``.cpu().numpy()``, needs values."""
+    model, batch = eval_on_meta(name)
+    with torch.no_grad():
+        pred = model.predict_streamed(batch.xc, batch.yc, batch.xt, chunk_size=3)
+    assert_on(pred.mean, torch.float32, f"{name}: streamed mean")
+    assert_on(pred.stddev, torch.float32, f"{name}: streamed stddev")
+
+
+@pytest.mark.parametrize("name", sorted(REGISTRY))
+def test_sampling_runs_on_meta(name: str):
+    """``tnpx.sample`` (joint, autoregressive or the causal buffer, as the model takes)."""
+    model, batch = eval_on_meta(name)
+    if model.targets_interact and not model.predicts_jointly:
+        pytest.skip(f"{name}: its targets interact; it has no sampling method of its own")
+    draws = tnpx.sample(model, batch.xc, batch.yc, batch.xt, n_samples=2)
+    assert_on(draws, torch.float32, f"{name}: samples")
+    assert draws.shape == (2, *batch.xt.shape[:2], model.dim_y)
+
+
+@pytest.mark.parametrize("name", sorted(n for n in REGISTRY if REGISTRY[n].incremental))
+def test_incremental_context_runs_on_meta(name: str):
+    """``update``: points appended to an encoded context, then targets decoded from it."""
+    model, batch = eval_on_meta(name)
+    with torch.no_grad():
+        context = model.encode_context(batch.xc[:, :3], batch.yc[:, :3])
+        context = model.update(context, batch.xc[:, 3:], batch.yc[:, 3:])
+        pred = model.decode_targets(context, batch.xt)
+    assert_on(pred.mean, torch.float32, f"{name}: mean after update")
