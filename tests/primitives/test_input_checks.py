@@ -7,12 +7,11 @@ from __future__ import annotations
 
 import pytest
 import torch
+from torch._subclasses.fake_tensor import FakeTensorMode
 
 import tnpx
 from tests.helpers.small_models import predict, small_model
 from tests.helpers.valid_inputs import DX, DY, NC, B, good
-from torch._subclasses.fake_tensor import FakeTensorMode
-
 from tnpx.input_checks import has_values, trusted_values, validate_inputs, values_checked
 
 
