@@ -90,3 +90,22 @@ def test_no_value_checks_without_values():
         fake = [mode.from_tensor(t) for t in _nan_inputs()]
         assert not has_values(fake[0])
         validate_inputs(*fake, None, DX, DY, torch.float32, None)
+
+
+def test_a_trusted_forward_traces_as_one_graph():
+    """Inside ``trusted_values`` no value check reads a tensor back, so ``torch.compile``
+    traces a whole forward without a graph break (outside it, each check breaks the graph)."""
+    model = small_model("tnp", DX, DY)
+    args = good()
+
+    def mean(xc, yc, xt):
+        return model(xc, yc, xt).mean
+
+    torch._dynamo.reset()
+    with trusted_values():
+        trusted = torch._dynamo.explain(mean)(args["xc"], args["yc"], args["xt"])
+    torch._dynamo.reset()
+    checked = torch._dynamo.explain(mean)(args["xc"], args["yc"], args["xt"])
+    torch._dynamo.reset()
+    assert trusted.graph_break_count == 0 and trusted.graph_count == 1
+    assert checked.graph_break_count > 0
