@@ -1,12 +1,55 @@
 """Input checks at the model boundary: every error names the argument, what was received
-and what was expected."""
+and what was expected.
+
+Two kinds of check: of shapes, dtypes and devices (they read no values, cost nothing and run
+on every call), and of values (NaN, Inf, magnitude: :func:`check_magnitude`). A value check
+reads the tensor on the host, a device synchronisation on a GPU, so it runs only where values
+exist and may be untrusted (:func:`values_checked`): not for tensors without values (the
+``meta`` device, ``FakeTensorMode``: tracing, compiling) and not inside :func:`trusted_values`,
+which a training step enters for the batches its task sampler drew.
+"""
 
 from __future__ import annotations
 
+import contextvars
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 
 import torch
+from torch._subclasses.fake_tensor import is_fake
+
+# True inside `trusted_values()`: the caller vouches for the values of the tensors it passes.
+_TRUSTED = contextvars.ContextVar("tnpx_trusted_values", default=False)
+
+
+@contextmanager
+def trusted_values() -> Iterator[None]:
+    """Skip the value checks (NaN, Inf, magnitude) of model calls inside the block; shape,
+    dtype and device are still checked.
+
+    For batches whose values were made or checked already: the training step enters it for
+    the batches of its task sampler (synthetic draws, or a data source that checked its files),
+    so a step does not synchronise the device on the inputs of every forward. A NaN that still
+    reached the loss would stop training at the non-finite guard (:mod:`tnpx.training.guard`).
+    """
+    token = _TRUSTED.set(True)
+    try:
+        yield
+    finally:
+        _TRUSTED.reset(token)
+
+
+def has_values(t: torch.Tensor) -> bool:
+    """Whether ``t`` holds values that can be read: False on the ``meta`` device and for a
+    fake tensor (``FakeTensorMode``), which carry only shape, dtype and device."""
+    return t.device.type != "meta" and not is_fake(t)
+
+
+def values_checked(*tensors: torch.Tensor) -> bool:
+    """Whether a model call checks the values of ``tensors``: outside :func:`trusted_values`
+    and where every one of them has values (:func:`has_values`)."""
+    return not _TRUSTED.get() and all(has_values(t) for t in tensors)
 
 
 def max_abs_input(dtype: torch.dtype) -> float:
@@ -98,6 +141,10 @@ def validate_inputs(
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor | None]:
     """Validate a model call and return the inputs with masked-out context entries zeroed.
 
+    Shape, dtype and device are checked always; values (NaN, Inf, magnitude) where
+    :func:`values_checked` says so (not on ``meta`` or fake tensors, not inside
+    :func:`trusted_values`).
+
     Masked-out context entries (``mask_c`` False) may hold anything, NaN included: they are
     replaced by zeros so that they cannot leak into the computation. Observed values must be
     within ``+-max_abs_input(dtype)`` (1e9 in float32, 1e77 in float64), where every model's
@@ -128,6 +175,8 @@ def validate_inputs(
         keep = mask_c[..., None]
         xc = torch.where(keep, xc, torch.zeros((), dtype=xc.dtype, device=xc.device))
         yc = torch.where(keep, yc, torch.zeros((), dtype=yc.dtype, device=yc.device))
+    if not values_checked(xc, yc, xt):
+        return xc, yc, xt, mask_c
     for name, t in (("xc", xc), ("yc", yc), ("xt", xt)):
         if bounded:
             check_magnitude(name, t)
@@ -148,6 +197,9 @@ __all__ = [
     "check_magnitude",
     "check_option",
     "check_tensor",
+    "has_values",
     "max_abs_input",
+    "trusted_values",
     "validate_inputs",
+    "values_checked",
 ]

@@ -46,7 +46,9 @@ class NeuralProcess(nn.Module):
     True = observed), ``mask_yc [batch, n_ctx, dim_y]`` (bool, True = an observed output; a
     missing one may hold anything in ``yc``, NaN included; only for a model that reads missing
     outputs). Returns a ``torch.distributions.Distribution`` whose ``mean``/``stddev`` are
-    ``[batch, n_tgt, dim_y]``.
+    ``[batch, n_tgt, dim_y]``. Inputs are checked (``tnpx.input_checks``): shape, dtype and
+    device always; NaN, Inf and magnitude except on ``meta`` / fake tensors and inside
+    ``trusted_values()`` (the training step).
     """
 
     name: ClassVar[str] = "base"

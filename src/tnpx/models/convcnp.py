@@ -236,10 +236,16 @@ class ConvCNP(NeuralProcess):
             mask = None if mask_c is None else torch.cat([mask_c, ones], 1)
         h = self.hyper
         start, size = grid_box(x, mask, h.points_per_unit, h.margin, self.cnn.multiple)
-        if size.numel() == 0 or int(size.max()) == 0:
+        if size.numel() == 0:
             return start, (0,) * self.dim_x, None
-        shape = tuple(int(s) for s in size.amax(0))
-        if bool((size == size.new_tensor(shape)).all()):
+        # the grid's shape depends on the data: read it and whether every box fills it at once
+        # (one host sync per call on a GPU)
+        longest = size.amax(0)
+        *shape, full = torch.cat([longest, (size == longest).all().view(1).to(size)]).tolist()
+        shape = tuple(shape)
+        if max(shape) == 0:
+            return start, (0,) * self.dim_x, None
+        if full:
             return start, shape, None
         valid = torch.ones(size.shape[0], 1, *shape, dtype=xc.dtype, device=xc.device)
         for d, n in enumerate(shape):

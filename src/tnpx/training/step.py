@@ -1,5 +1,12 @@
 """One training step: the loss of a batch, its gradients, the optimiser and schedule steps,
-the non-finite guard (:mod:`tnpx.training.guard`) and the weight average's update."""
+the non-finite guard (:mod:`tnpx.training.guard`) and the weight average's update.
+
+The model's value checks of its inputs (NaN, Inf, magnitude; :mod:`tnpx.input_checks`) are
+off inside a step (``trusted_values``): the batches come from the task sampler, whose data
+sources check the user's values when they load them, and each check would synchronise a GPU
+on every forward. Shapes, dtypes and devices are still checked; a non-finite loss still stops
+the run at the guard. The step's one host sync is the guard's (``tests/training/
+test_no_host_syncs.py`` counts them)."""
 
 from __future__ import annotations
 
@@ -8,6 +15,7 @@ from pathlib import Path
 import torch
 
 from ..batch import Batch
+from ..input_checks import trusted_values
 from .guard import TrainingDiverged, all_finite, what_diverged
 from .optim import clip_gradients
 from .session import Session
@@ -20,7 +28,8 @@ def train_step(run: Session, batch: Batch, step: int) -> torch.Tensor:
         TrainingDiverged: the loss, a gradient or a weight is NaN/Inf after the update
             (tested before anything can checkpoint this step's weights).
     """
-    loss = run.objective(batch)
+    with trusted_values():  # the sampler's batches: no value check (a host sync) per forward
+        loss = run.objective(batch)
     run.optimizer.zero_grad(set_to_none=True)
     loss.backward()
     clip_gradients(run.params, run.cfg.train.clip_value, run.cfg.train.clip_norm)
