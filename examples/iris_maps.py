@@ -50,7 +50,9 @@ EXAMPLE = replace(
         "handful of a map's points has to find the pattern in them. Time is not an input, so "
         "a test year is no input value the model never saw (worked example 3's model, with "
         "time as an input, extrapolated in time). The standard errors over clusters treat the "
-        "maps of one test year as one unit: 30 years, so they are wide."
+        "maps of one test year as one unit (30 years). Its intervals are too narrow with one "
+        "or two context points, and on A1B at every size: the test years are warmer than any "
+        "training year, and the model's level leans on what training taught it."
     ),
 )
 
