@@ -7,6 +7,7 @@ the tasks it would have seen, and validation/test tasks never overlap the traini
 
 from __future__ import annotations
 
+import math
 from typing import ClassVar, Protocol
 
 import numpy as np
@@ -85,3 +86,17 @@ def uniform(generator: torch.Generator, shape: tuple[int, ...], low, high) -> to
 def randint(generator: torch.Generator, low: int, high: int) -> int:
     """One integer uniform on ``{low, ..., high}`` (inclusive)."""
     return int(torch.randint(low, high + 1, (1,), generator=generator).item())
+
+
+CONTEXT_SIZE_RULES = ("uniform", "log-uniform")
+
+
+def context_size(generator: torch.Generator, low: int, high: int, rule: str = "uniform") -> int:
+    """``n_ctx`` on ``{low, ..., high}``: ``uniform``, or ``log-uniform`` (``P(k)`` proportional
+    to ``log((k + 1) / k)``: each octave ``n..2n`` alike, so few-point contexts are common): the
+    floor of ``exp(U(log low, log(high + 1)))``, so the end points get their full share
+    (rounding would halve theirs). Log-uniform needs ``low >= 1``."""
+    if rule == "uniform":  # the draw every config made before the option
+        return randint(generator, low, high)
+    log_n = uniform(generator, (1,), math.log(low), math.log(high + 1)).exp()
+    return min(max(int(log_n.floor().item()), low), high)  # exp's rounding

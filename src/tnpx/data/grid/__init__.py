@@ -47,7 +47,7 @@ import torch
 from ...batch import Batch
 from ...input_checks import check_option
 from ...user_files import DataError, as_list
-from ..base import SPLITS, TaskSampler, randint
+from ..base import CONTEXT_SIZE_RULES, SPLITS, TaskSampler, context_size
 from .checks import (
     check_clear,
     check_given,
@@ -205,7 +205,7 @@ class GridSampler(TaskSampler):
         (:func:`~tnpx.data.grid.masking.masked_order`); else both are None."""
         windows, g = self.windows(split), generator
         b = batch_size or self.batch_size
-        n_ctx = randint(g, self.min_ctx, self.max_ctx)
+        n_ctx = context_size(g, self.min_ctx, self.max_ctx, self.config.ctx_size)
         origin = windows.draw(g, b)
         x, y = self.window_points(origin)
         rand = torch.rand(b, self.n_points, generator=g)
@@ -254,6 +254,7 @@ def _check_options(c: GridConfig, y: list, has_dataset: bool) -> tuple[int, int,
     if not sizes or not all(isinstance(n, int) and n >= 1 for n in sizes.values()):
         raise ValueError(f"grid: window must map each dim to a positive length, got {sizes!r}")
     check_option("load", c.load, ("auto", "memory", "lazy"))
+    check_option("ctx_size", c.ctx_size, CONTEXT_SIZE_RULES)
     if c.split_dim is not None and (c.val_select or c.test_select):
         raise ValueError("grid: split_dim cuts stretches; val_select/test_select give boxes: one")
     if not 0 <= c.val_fraction < 1 or not 0 <= c.test_fraction < 1:

@@ -18,8 +18,10 @@ class GridConfig:
     order with ``time`` last); the static inputs
     ``static`` (variables on a subset of the dims, from ``static_path`` or else the data's first
     file) follow. ``select``: dim -> ``[low, high]`` (coordinate values, both included; dates as
-    strings) restricts the data. ``N_c`` is drawn once per batch, uniformly on ``{ceil(N
-    min_ctx_frac), ..., floor(N max_ctx_frac)}`` for a window of ``N`` points.
+    strings) restricts the data. ``N_c`` is drawn once per batch on ``{ceil(N
+    min_ctx_frac), ..., floor(N max_ctx_frac)}`` for a window of ``N`` points, by the
+    ``ctx_size`` rule (:func:`~tnpx.data.base.context_size`: ``log-uniform`` by default, so
+    small contexts are common, or ``uniform``).
 
     Splits hold out whole windows. By default ``split_dim`` (``time`` when the outputs have it,
     else their first dim) is cut into three stretches, training first, then the last
@@ -44,6 +46,9 @@ class GridConfig:
     select: dict[str, list] | None = None
     min_ctx_frac: float = 0.01
     max_ctx_frac: float = 1 / 3
+    # log-uniform (the default) | uniform on {min_ctx, ..., max_ctx}: log-uniform draws 1-2
+    # context points in ~1/3 of batches, where uniform drew them too rarely to be calibrated
+    ctx_size: str = "log-uniform"
     split_dim: str | None = None
     val_fraction: float = 0.1
     test_fraction: float = 0.1

@@ -16,7 +16,7 @@ from ...batch import Batch
 from ...gp.kernels import KERNELS, canonical_kernel, kernel_matrix_mixed
 from ...gp.prior import joint_draw
 from ...input_checks import check_option
-from ..base import TaskSampler, randint, uniform
+from ..base import CONTEXT_SIZE_RULES, TaskSampler, context_size, uniform
 from ..context_scaling import check_probability, scale_some_like_predict
 
 JITTER = 1e-6
@@ -109,7 +109,7 @@ class GPSampler(TaskSampler):
             raise ValueError(
                 f"need 0 <= min_ctx <= max_ctx, got {config.min_ctx}, {config.max_ctx}"
             )
-        check_option("ctx_size", config.ctx_size, ("uniform", "log-uniform"))
+        check_option("ctx_size", config.ctx_size, CONTEXT_SIZE_RULES)
         if config.ctx_size == "log-uniform" and config.min_ctx < 1:
             raise ValueError(f"ctx_size='log-uniform' needs min_ctx >= 1, got {config.min_ctx}")
         check_probability(config.context_scaling)
@@ -196,14 +196,10 @@ class GPSampler(TaskSampler):
         return torch.where(pick, first, second) + self.config.shift
 
     def _context_size(self, g: torch.Generator) -> int:
-        """``n_ctx`` on ``{min_ctx, ..., max_ctx}`` by the ``ctx_size`` rule. Log-uniform: the
-        floor of ``exp(U(log min_ctx, log(max_ctx + 1)))``, so the end points get their full
-        share (rounding would halve theirs)."""
+        """``n_ctx`` on ``{min_ctx, ..., max_ctx}`` by the ``ctx_size`` rule
+        (:func:`~tnpx.data.base.context_size`)."""
         c = self.config
-        if c.ctx_size == "uniform":  # the draw every config made before the option
-            return randint(g, c.min_ctx, c.max_ctx)
-        log_n = uniform(g, (1,), math.log(c.min_ctx), math.log(c.max_ctx + 1)).exp()
-        return min(max(int(log_n.floor().item()), c.min_ctx), c.max_ctx)  # exp's rounding
+        return context_size(g, c.min_ctx, c.max_ctx, c.ctx_size)
 
     def sample(self, generator: torch.Generator, batch_size: int | None = None) -> Batch:
         """One batch of tasks drawn with ``generator`` only.
