@@ -43,6 +43,7 @@ from ..nn import (
     attention_layer,
     check_option,
 )
+from ..likelihoods import gaussian_only
 from .base import HeadHyper, NeuralProcess, likelihood_head
 from .sizes import zero_allowed
 
@@ -183,6 +184,8 @@ class MixtureNP(NeuralProcess):
 
     def __init__(self, dim_x: int, dim_y: int, hyper):
         super().__init__(dim_x, dim_y, hyper)
+        why = "its prediction is a mixture of Normal components"
+        gaussian_only(getattr(hyper, "likelihood", "gaussian"), self.name, why)
         check_option("ll_estimate", hyper.ll_estimate, LL_ESTIMATES)
         for field in (self.eval_samples, self.train_samples):
             if getattr(hyper, field) < 1:
