@@ -51,15 +51,20 @@ class BernoulliGamma(Scored, Distribution):
         with torch.no_grad():
             return self.wet.sample(sample_shape) * self.amount.sample(sample_shape)
 
-    def _bracket(self):
-        zero = torch.zeros_like(self.mean, dtype=torch.float64)
-        return zero, self.mean.double() + 3 * self.variance.double().sqrt(), True, False
+    def _bracket(self):  # in log(y)
+        mean = self.amount.mean.double().log()
+        return mean - 3, mean + 3, False, False
+
+    def _to_x(self, t: torch.Tensor) -> torch.Tensor:
+        return t.exp()
 
     def quantile(self, q: float | torch.Tensor) -> torch.Tensor:
         """0 where ``q <= 1 - p`` (a dry day), else the root of the cdf by bisection."""
-        found = super().quantile(q)
-        q = torch.as_tensor(q, dtype=found.dtype, device=found.device)
-        return torch.where(q <= 1 - self.wet.probs, torch.zeros_like(found), found)
+        dry = 1 - self.wet.probs
+        q = torch.as_tensor(q, dtype=dry.dtype, device=dry.device).expand(dry.shape)
+        wet = q > dry
+        found = super().quantile(torch.where(wet, q, (1 + dry) / 2))
+        return torch.where(wet, found, torch.zeros_like(found))
 
 
 class BernoulliGammaHead(nn.Module):

@@ -23,9 +23,12 @@ class BetaPrediction(Scored, Beta):
         a, b = self.concentration1, self.concentration0
         return betainc(a, b, value.double().clamp(0, 1)).to(a.dtype)
 
-    def _bracket(self):
+    def _bracket(self):  # in logit(y)
         zero = torch.zeros_like(self.mean, dtype=torch.float64)
-        return zero, zero + 1, True, True
+        return zero - 10, zero + 10, False, False
+
+    def _to_x(self, t: torch.Tensor) -> torch.Tensor:
+        return torch.sigmoid(t)
 
 
 class SpikeBeta(Scored, Distribution):
@@ -69,16 +72,20 @@ class SpikeBeta(Scored, Distribution):
             inner = self.inner.sample(sample_shape)
             return torch.where(which == 2, inner, (which == 1).to(inner.dtype))
 
-    def _bracket(self):
+    def _bracket(self):  # in logit(y)
         zero = torch.zeros_like(self.mean, dtype=torch.float64)
-        return zero, zero + 1, True, True
+        return zero - 10, zero + 10, False, False
+
+    def _to_x(self, t: torch.Tensor) -> torch.Tensor:
+        return torch.sigmoid(t)
 
     def quantile(self, q: float | torch.Tensor) -> torch.Tensor:
-        """0 where ``q <= P(y = 0)``, else the root of the cdf (1 where the spike at 1 holds
-        ``q``)."""
-        found = super().quantile(q)
-        q = torch.as_tensor(q, dtype=found.dtype, device=found.device)
-        return torch.where(q <= self.weights[..., 0], torch.zeros_like(found), found)
+        """0 where ``q <= P(y = 0)``, 1 where ``q > 1 - P(y = 1)``, else the root of the cdf."""
+        w = self.weights
+        q = torch.as_tensor(q, dtype=w.dtype, device=w.device).expand(self.mean.shape)
+        inside = (q > w[..., 0]) & (q <= 1 - w[..., 1])
+        found = super().quantile(torch.where(inside, q, torch.full_like(q, 0.5)))
+        return torch.where(inside, found, (q > w[..., 0]).to(found.dtype))
 
 
 class BetaHead(nn.Module):

@@ -57,7 +57,10 @@ def _beta_fraction(a, b, x, steps: int) -> torch.Tensor:
         h = h * d * c
         aa = -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 1 + 2 * m))
         d, c = 1 / guard(1 + aa * d), guard(1 + aa / c)
-        h = h * d * c
+        step = d * c
+        h = h * step
+        if m % 8 == 0 and bool(((step - 1).abs() < 1e-15).all()):  # converged everywhere
+            break
     return h
 
 
@@ -77,16 +80,22 @@ def bisect_quantile(
     it holds the answer, then halved ``steps`` times. ``counts``: integers only (the
     smallest ``k`` with ``P(Y <= k) >= q``; ``lo`` should be -1)."""
     q, lo, hi = (t.double() for t in torch.broadcast_tensors(q, lo, hi))
+    if counts:
+        lo, hi = lo.floor(), hi.ceil()
     for _ in range(64):
         width = (hi - lo).clamp_min(1.0)
-        if not fixed_hi:
-            hi = torch.where(cdf(hi) < q, hi + width, hi)
-        if not fixed_lo:
-            lo = torch.where(cdf(lo) >= q, lo - width, lo)
+        grow_hi = torch.zeros_like(q, dtype=torch.bool) if fixed_hi else cdf(hi) < q
+        grow_lo = torch.zeros_like(q, dtype=torch.bool) if fixed_lo else cdf(lo) >= q
+        if not bool((grow_hi | grow_lo).any()):
+            break
+        hi, lo = torch.where(grow_hi, hi + width, hi), torch.where(grow_lo, lo - width, lo)
     for _ in range(steps):
         mid = torch.floor((lo + hi) / 2) if counts else (lo + hi) / 2
         above = cdf(mid) >= q
         hi, lo = torch.where(above, mid, hi), torch.where(above, lo, mid)
+        gap = hi - lo
+        if bool((gap <= 1).all() if counts else (gap <= 1e-13 * (1 + hi.abs())).all()):
+            break
     return hi if counts else (lo + hi) / 2
 
 
@@ -107,16 +116,22 @@ class Scored:
     """Mixin of a family's distribution: ``quantile(q)`` and ``crps(y)`` for every family.
 
     A family sets the bracket its bisection starts from (``_bracket``) and its ``cdf``, or
-    overrides ``quantile`` with a closed form; ``crps`` is the sample estimate
+    overrides ``quantile`` with a closed form; a bounded support is searched in an unbounded
+    variable ``t`` with ``x = _to_x(t)`` (logit for (0, 1), log for amounts), so that steep
+    cdfs near a bound are resolved; ``crps`` is the sample estimate
     (:data:`CRPS_SAMPLES` draws from torch's global generator) unless overridden with a
     closed form."""
 
     counts = False  # integer support: the quantile is the count rule, not a root of the cdf
 
     def _bracket(self) -> tuple[torch.Tensor, torch.Tensor, bool, bool]:
-        """``lo, hi`` to start from, and whether each is a bound of the support."""
+        """``lo, hi`` to start from (in ``t``), and whether each is a bound of the support."""
         mean, std = self.mean.double(), self.variance.double().sqrt()
         return mean - 3 * std, mean + 3 * std, False, False
+
+    def _to_x(self, t: torch.Tensor) -> torch.Tensor:
+        """The value at search variable ``t`` (the identity on the real line)."""
+        return t
 
     def quantile(self, q: float | torch.Tensor) -> torch.Tensor:
         """The ``q``-quantile ``[*batch_shape]``: the smallest ``x`` with ``cdf(x) >= q``."""
@@ -124,9 +139,15 @@ class Scored:
         q = torch.as_tensor(q, dtype=torch.float64, device=ref.device).expand(ref.shape)
         lo, hi, fixed_lo, fixed_hi = self._bracket()
         found = bisect_quantile(
-            self.cdf, q, lo, hi, counts=self.counts, fixed_lo=fixed_lo, fixed_hi=fixed_hi
+            lambda t: self.cdf(self._to_x(t)),
+            q,
+            lo,
+            hi,
+            counts=self.counts,
+            fixed_lo=fixed_lo,
+            fixed_hi=fixed_hi,
         )
-        return found.to(ref.dtype)
+        return self._to_x(found).to(ref.dtype)
 
     def crps(self, y: torch.Tensor, n_samples: int = CRPS_SAMPLES) -> torch.Tensor:
         """CRPS at ``y`` (lower is better), ``[*batch_shape]``: the sample estimate from
