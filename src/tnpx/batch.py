@@ -114,8 +114,10 @@ def observed_score(
     """
     if values.dim() == 2:
         if partly_missing(mask_yt):
-            raise ValueError("mask_yt: a joint score over each target's outputs (likelihood "
-                             "lowrank-gaussian) cannot leave missing outputs out")
+            raise ValueError(
+                "mask_yt: a joint score over each target's outputs (likelihood "
+                "lowrank-gaussian) cannot leave missing outputs out"
+            )
         return target_mean(values, mask_t)
     if not partly_missing(mask_yt):
         return target_mean(values.sum(-1), mask_t)

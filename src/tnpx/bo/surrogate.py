@@ -26,8 +26,8 @@ from gpytorch.distributions import MultitaskMultivariateNormal, MultivariateNorm
 from linear_operator.operators import DiagLinearOperator
 
 from ..apply.predict import Resolved, resolve
-from ..likelihoods import refuse_family
 from ..apply.predict_steps import Options, uses_stored
+from ..likelihoods import refuse_family
 from ..models.base import ContextEncoding, NeuralProcess
 from ..units import UnitMap, box_pairs, range_onto_box, standardising
 

@@ -10,6 +10,8 @@ from torch.distributions import Bernoulli, Distribution, Gamma, constraints
 
 from .numerics import Scored, positive
 
+_NO_SHAPE = torch.Size()
+
 
 class BernoulliGamma(Scored, Distribution):
     """``p(y) = 1 - p`` at ``y = 0``, ``p Gamma(y; a, b)`` for ``y > 0`` (batch shape of the
@@ -47,7 +49,7 @@ class BernoulliGamma(Scored, Distribution):
         out = torch.where(value < 0, torch.zeros_like(inside), 1 - p + p * inside)
         return out.to(self.wet.probs.dtype)
 
-    def sample(self, sample_shape: torch.Size = torch.Size()) -> torch.Tensor:
+    def sample(self, sample_shape: torch.Size = _NO_SHAPE) -> torch.Tensor:
         with torch.no_grad():
             return self.wet.sample(sample_shape) * self.amount.sample(sample_shape)
 

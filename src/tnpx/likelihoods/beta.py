@@ -13,6 +13,7 @@ from torch.distributions import Beta, Categorical, Distribution, constraints
 from .numerics import Scored, betainc, positive
 
 MEAN_MARGIN = 1e-6  # keeps both Beta parameters > 0 where the sigmoid saturates
+_NO_SHAPE = torch.Size()
 
 
 class BetaPrediction(Scored, Beta):
@@ -58,7 +59,9 @@ class SpikeBeta(Scored, Distribution):
         log_w = self.weights.log()
         inner = value.clamp(MEAN_MARGIN, 1 - MEAN_MARGIN)
         inside = log_w[..., 2] + self.inner.log_prob(inner)
-        return torch.where(value <= 0, log_w[..., 0], torch.where(value >= 1, log_w[..., 1], inside))
+        return torch.where(
+            value <= 0, log_w[..., 0], torch.where(value >= 1, log_w[..., 1], inside)
+        )
 
     def cdf(self, value: torch.Tensor) -> torch.Tensor:
         w = self.weights.double()
@@ -66,7 +69,7 @@ class SpikeBeta(Scored, Distribution):
         out = torch.where(value >= 1, torch.ones_like(inside), inside)
         return torch.where(value < 0, torch.zeros_like(inside), out).to(self.weights.dtype)
 
-    def sample(self, sample_shape: torch.Size = torch.Size()) -> torch.Tensor:
+    def sample(self, sample_shape: torch.Size = _NO_SHAPE) -> torch.Tensor:
         with torch.no_grad():
             which = Categorical(probs=self.weights).sample(sample_shape)
             inner = self.inner.sample(sample_shape)

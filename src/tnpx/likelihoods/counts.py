@@ -76,9 +76,7 @@ class PoissonHead(nn.Module):
         """Decoder outputs this head needs per target."""
         return self.dim_y
 
-    def forward(
-        self, raw: torch.Tensor, exposure: torch.Tensor | None = None
-    ) -> PoissonPrediction:
+    def forward(self, raw: torch.Tensor, exposure: torch.Tensor | None = None) -> PoissonPrediction:
         return PoissonPrediction(raw.clamp(-MAX_LOG_RATE, MAX_LOG_RATE).exp(), exposure)
 
 

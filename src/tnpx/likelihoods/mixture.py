@@ -48,7 +48,9 @@ class MixtureHead(nn.Module):
     def __init__(self, dim_y: int, min_std: float = 1e-3, components: int = 3):
         super().__init__()
         if isinstance(components, bool) or not isinstance(components, int) or components < 1:
-            raise ValueError(f"mixture option components must be an integer >= 1, got {components!r}")
+            raise ValueError(
+                f"mixture option components must be an integer >= 1, got {components!r}"
+            )
         self.dim_y, self.min_std, self.components = dim_y, min_std, components
 
     @property

@@ -38,9 +38,7 @@ FAMILY_OPTIONS: dict[str, tuple[str, ...]] = {
     "lowrank-gaussian": ("rank", "min_std"),
 }
 FAMILIES = tuple(FAMILY_OPTIONS)
-CHOICES = (
-    f"{', '.join(NOISES + FAMILIES)}, or a mapping {{name: <family>, ...options}}"  # messages
-)
+CHOICES = f"{', '.join(NOISES + FAMILIES)}, or a mapping {{name: <family>, ...options}}"  # messages
 
 
 def parse_likelihood(option: str | Mapping) -> tuple[str, dict[str, Any]]:

@@ -31,6 +31,7 @@ from torch.distributions import Normal, kl_divergence
 from ..batch import Batch
 from ..distributions import LatentMixture, logmeanexp
 from ..input_checks import validate_inputs
+from ..likelihoods import gaussian_only
 from ..nn import (
     ATTENTION_LAYERS,
     MLP,
@@ -43,7 +44,6 @@ from ..nn import (
     attention_layer,
     check_option,
 )
-from ..likelihoods import gaussian_only
 from .base import HeadHyper, NeuralProcess, likelihood_head
 from .sizes import zero_allowed
 
