@@ -10,7 +10,7 @@ from scipy import stats
 
 from tests.likelihoods.family_cases import OPTIONS, distribution
 
-N_SAMPLES = 200_000
+N_SAMPLES = 100_000
 
 
 @pytest.mark.parametrize("key", list(OPTIONS))

@@ -185,7 +185,7 @@ class MixtureNP(NeuralProcess):
     def __init__(self, dim_x: int, dim_y: int, hyper):
         super().__init__(dim_x, dim_y, hyper)
         why = "its prediction is a mixture of Normal components"
-        gaussian_only(getattr(hyper, "likelihood", "gaussian"), self.name, why)
+        gaussian_only(hyper.likelihood, self.name, why)
         check_option("ll_estimate", hyper.ll_estimate, LL_ESTIMATES)
         for field in (self.eval_samples, self.train_samples):
             if getattr(hyper, field) < 1:
