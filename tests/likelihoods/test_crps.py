@@ -80,3 +80,18 @@ def test_scores_take_torch_normal():
     torch.testing.assert_close(quantile(d, 0.5), torch.zeros(2, 3, 1))
     with pytest.raises(TypeError, match="no CRPS"):
         crps(object(), torch.zeros(1))
+
+
+def test_coverage_uses_the_familys_interval():
+    from tnpx.likelihoods import covered
+    from tnpx.likelihoods.counts import PoissonPrediction as Poisson
+
+    normal = Normal(torch.zeros(1, 2, 1), torch.ones(1, 2, 1))
+    y = torch.tensor([[[1.9], [2.0]]])
+    assert covered(normal, y, 1.959963984540054).flatten().tolist() == [True, False]
+    d = Poisson(torch.tensor([[[20.0]]]))
+    lo, hi = d.quantile(0.025), d.quantile(0.975)
+    assert (lo > 0).all() and (hi > lo).all()
+    ys = [lo - 1, lo, hi, hi + 1]  # counts just outside and at the bounds
+    inside = [bool(covered(d, v, 1.959963984540054)) for v in ys]
+    assert inside == [False, True, True, False]

@@ -27,7 +27,7 @@ from .options import (
     parse_likelihood,
     refuse_family,
 )
-from .scores import crps, quantile, target_log_prob
+from .scores import covered, crps, quantile, target_log_prob
 from .support import check_support
 
 __all__ = [
@@ -39,6 +39,7 @@ __all__ = [
     "HomoscedasticGaussian",
     "build_likelihood",
     "check_support",
+    "covered",
     "crps",
     "family_of",
     "gaussian_only",

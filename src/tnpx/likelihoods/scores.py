@@ -8,6 +8,7 @@ import torch
 from torch.distributions import Distribution, Normal
 
 from .gaussian import normal_crps
+from .lowrank import LowRankPrediction
 
 
 def crps(pred: Distribution, y: torch.Tensor) -> torch.Tensor:
@@ -36,3 +37,14 @@ def target_log_prob(pred: Distribution, y: torch.Tensor) -> torch.Tensor:
     whose ``log_prob`` is already per target) as it is."""
     values = pred.log_prob(y)
     return values if values.dim() == y.dim() - 1 else values.sum(-1)
+
+
+def covered(pred: Distribution, y: torch.Tensor, z: float) -> torch.Tensor:
+    """Whether ``y [b, n_tgt, dim_y]`` lies in ``pred``'s central interval of the level that
+    ``mean ± z std`` has for a Normal: exactly ``|y - mean| <= z std`` for Gaussian predictions
+    (torch's ``Normal``, the joint and latent Gaussians, ``lowrank-gaussian``'s marginals), else
+    between the family's quantiles at ``Phi(-z)`` and ``Phi(z)`` (bool)."""
+    if not hasattr(pred, "quantile") or isinstance(pred, LowRankPrediction):
+        return (y - pred.mean).abs() <= z * pred.stddev
+    upper = float(Normal(0.0, 1.0).cdf(torch.tensor(z)))
+    return (y >= pred.quantile(1 - upper)) & (y <= pred.quantile(upper))
