@@ -130,3 +130,13 @@ def test_lowrank_refuses_missing_target_outputs():
 def test_lowrank_needs_two_outputs():
     with pytest.raises(ValueError, match="needs dim_y >= 2"):
         tnpx.build_model("tnp", 1, 1, likelihood="lowrank-gaussian")
+
+
+def test_a_context_stream_predicts_a_family():
+    model = small_model("tnp", likelihood="negative-binomial")
+    xc, yc, xt = make_task(1, 4, 3)
+    stream = tnpx.ContextStream(model, xc, yc.abs().round())
+    stream.add(xt[:, :1], torch.ones(1, 1, 1))
+    pred = stream.predict(xt)
+    assert pred.mean.shape == (1, 3, 1) and (pred.mean > 0).all()
+    assert pred.quantile(0.5).shape == (1, 3, 1)
