@@ -126,3 +126,8 @@ def test_a_mapping_survives_a_checkpoint(tmp_path):
     yc = torch.sigmoid(yc)
     a, b = predict(model, xc, yc, xt), predict(loaded, xc, yc, xt)
     assert torch.equal(a.mean, b.mean) and torch.equal(a.weights, b.weights)
+
+
+def test_a_mapping_may_use_todays_names():
+    head = build_likelihood({"name": "homoscedastic", "min_std": 0.1}, 2, 1e-3)
+    assert isinstance(head, HomoscedasticGaussian) and head.min_std == 0.1

@@ -53,6 +53,8 @@ def parse_likelihood(option: str | Mapping) -> tuple[str, dict[str, Any]]:
         name = options.pop("name", None)
         if name is None:
             raise ValueError(f"likelihood {dict(option)!r} has no name; valid names: {CHOICES}")
+        if name in NOISES and "noise" not in options:  # {name: homoscedastic, min_std: 0.1}
+            name, options = "gaussian", {"noise": name, **options}
     else:
         raise ValueError(f"likelihood = {option!r}; valid choices: {CHOICES}")
     if name not in FAMILY_OPTIONS:
