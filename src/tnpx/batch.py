@@ -106,10 +106,19 @@ def observed_score(
     summed over each target's observed outputs, averaged over the real targets with at least
     one observed output. Where ``mask_yt`` marks nothing missing, exactly
     ``target_mean(values.sum(-1), mask_t)`` (the score of complete data, bit for bit).
+    ``values [batch, n_tgt]`` is already per target (outputs scored jointly: the
+    ``lowrank-gaussian`` likelihood): averaged over real targets, no output may be missing.
 
     Raises:
         ValueError: a mask of the wrong shape or dtype, or a task left no scored target.
     """
+    if values.dim() == 2:
+        if partly_missing(mask_yt):
+            raise ValueError(
+                "mask_yt: a joint score over each target's outputs (likelihood "
+                "lowrank-gaussian) cannot leave missing outputs out"
+            )
+        return target_mean(values, mask_t)
     if not partly_missing(mask_yt):
         return target_mean(values.sum(-1), mask_t)
     keep = _observed(values, mask_t, mask_yt)

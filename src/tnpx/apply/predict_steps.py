@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
+from ..likelihoods import refuse_family
 from ..units import UnitMap
 from ..user_files import read_table, warn_user
 from ..user_table import Dropped, UserTable
@@ -209,6 +210,7 @@ def plan_prediction(
     predict_missing.read_context`) and check it: ``recorded`` is the model's training domain
     (``why`` it is unknown where None); ``target_extremes()`` gives the targets' extreme rows
     ``[k, dim_x]``, called only where the map needs them."""
+    refuse_family(net, "tnpx.predict")  # mean, std and a Gaussian interval: item 3 extends it
     o = options
     ctx, x_cols, y_cols, observed = context.source, context.x_cols, context.y_cols, context.observed
     dropped = Dropped(ctx.name)

@@ -27,6 +27,7 @@ from linear_operator.operators import DiagLinearOperator
 
 from ..apply.predict import Resolved, resolve
 from ..apply.predict_steps import Options, uses_stored
+from ..likelihoods import refuse_family
 from ..models.base import ContextEncoding, NeuralProcess
 from ..units import UnitMap, box_pairs, range_onto_box, standardising
 
@@ -78,6 +79,7 @@ class NPSurrogate(Model):
         super().__init__()
         resolved = model if isinstance(model, Resolved) else resolve(model)
         model = resolved.net
+        refuse_family(model, "the BoTorch adapter (tnpx.bo)")  # its posterior is Gaussian
         if train_X.dim() != 2 or train_X.shape[1] != model.dim_x:
             raise ValueError(
                 f"train_X: expected [n, {model.dim_x}] for {model.name}, got {list(train_X.shape)}"

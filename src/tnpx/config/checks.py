@@ -10,6 +10,7 @@ import dataclasses
 import types
 import typing
 
+from ..likelihoods import likelihood_problem
 from .rules import ConfigError, rule_of
 from .sections import MODEL_KEYS, ExperimentConfig
 
@@ -111,6 +112,10 @@ def check_components(cfg: ExperimentConfig) -> None:
 
     _check_registered("model.name", cfg.model.get("name"), sorted(REGISTRY), "registered models")
     check_keys(cfg.model, REGISTRY[cfg.model["name"]].Hyper, "model", MODEL_KEYS)
+    if "likelihood" in cfg.model:  # a family name or mapping (tnpx.likelihoods.options)
+        problem = likelihood_problem(cfg.model["likelihood"], cfg.model.get("dim_y", 1))
+        if problem:
+            raise ConfigError(f"model.likelihood = {cfg.model['likelihood']!r}: {problem}")
     name = cfg.data.get("name")
     if is_custom_name(name):  # a user's class: imported when a sampler is built, not here
         problem = check_custom_name(name)

@@ -13,6 +13,7 @@ import torch
 from ..batch import observed_mean
 from ..config import ExperimentConfig
 from ..data import TaskSampler, batch_at, build_sampler
+from ..likelihoods import covered as in_interval
 from ..models import NeuralProcess, build_model
 
 Z95 = 1.959963984540054
@@ -110,7 +111,7 @@ def evaluate(
         batch = batch_at(sampler, i, split="test").to(device)
         pred = model.predict_batch(batch)
         lls.append(model.log_likelihood(batch, pred).cpu())
-        inside = (batch.yt - pred.mean).abs() <= Z95 * pred.stddev
+        inside = in_interval(pred, batch.yt, Z95)  # the family's interval (Gaussian: mean ± z std)
         covered.append(observed_mean(inside.float(), batch.mask_t, batch.mask_yt).cpu())
         if gp_oracle is not None:
             oracle_lls.append(gp_oracle.log_likelihood(batch).cpu())

@@ -283,6 +283,11 @@ class NeuralProcess(nn.Module):
         parts = [self.decode_targets(context, part) for part in xt.split(chunk_size, dim=1)]
         if len(parts) == 1:
             return parts[0]
+        if not isinstance(parts[0], Normal):  # the families' distributions: not joined yet
+            raise ValueError(
+                f"{self.name}: a {type(parts[0]).__name__} prediction cannot be "
+                f"decoded in chunks yet; use chunk_size >= n_tgt ({xt.shape[1]})"
+            )
         return Normal(
             torch.cat([p.loc for p in parts], 1),
             torch.cat([p.scale for p in parts], 1),

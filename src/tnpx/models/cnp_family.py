@@ -31,6 +31,7 @@ from torch.distributions import Normal, kl_divergence
 from ..batch import Batch
 from ..distributions import LatentMixture, logmeanexp
 from ..input_checks import validate_inputs
+from ..likelihoods import gaussian_only
 from ..nn import (
     ATTENTION_LAYERS,
     MLP,
@@ -183,6 +184,8 @@ class MixtureNP(NeuralProcess):
 
     def __init__(self, dim_x: int, dim_y: int, hyper):
         super().__init__(dim_x, dim_y, hyper)
+        why = "its prediction is a mixture of Normal components"
+        gaussian_only(hyper.likelihood, self.name, why)
         check_option("ll_estimate", hyper.ll_estimate, LL_ESTIMATES)
         for field in (self.eval_samples, self.train_samples):
             if getattr(hyper, field) < 1:

@@ -39,6 +39,7 @@ from dataclasses import dataclass
 import torch
 from torch.distributions import Normal
 
+from ..likelihoods import gaussian_only
 from ..nn import BufferCache, BufferTokens, CausalStack, ContextCache
 from .base import ContextEncoding
 from .registry import register
@@ -82,6 +83,8 @@ class IncTNP(TransformerNP):
                 "prefix_fraction and buffer_fraction must be >= 0 and sum to at most 1, got "
                 f"{hyper.prefix_fraction} and {hyper.buffer_fraction}"
             )
+        why = "its causal buffer samples and scores Gaussian targets; use tnp for other families"
+        gaussian_only(hyper.likelihood, "inc-tnp", why)
         super().__init__(dim_x, dim_y, hyper)
 
     def _embedder(self) -> BufferTokens:

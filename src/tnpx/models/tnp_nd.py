@@ -48,6 +48,7 @@ from torch import nn
 
 from ..batch import Batch
 from ..distributions import JointGaussian
+from ..likelihoods import gaussian_only
 from ..nn import MLP, check_option, softmax_block
 from .registry import register
 from .transformer import XY_TOKENS, TransformerHyper, TransformerNP
@@ -99,6 +100,7 @@ class TNPND(TransformerNP):
             )
         if hyper.rank < 1:
             raise ValueError(f"rank must be >= 1, got {hyper.rank}")
+        gaussian_only(hyper.likelihood, "tnp-nd", "its prediction is one joint Gaussian")
         super().__init__(dim_x, dim_y, hyper)
         d = hyper.dim_model
         self.cov_layers = nn.ModuleList(

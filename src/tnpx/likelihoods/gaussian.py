@@ -1,15 +1,20 @@
-"""Gaussian likelihood heads: map decoder outputs to a predictive ``Normal``."""
+"""The ``gaussian`` family: decoder outputs to a predictive ``Normal`` per target and output
+(heteroscedastic, or one learned noise scale per output), and the Normal's closed-form CRPS.
+
+The heads return torch's own ``Normal`` (so the default path computes exactly what it did
+before the families came); :func:`tnpx.likelihoods.crps` and :func:`tnpx.likelihoods.quantile`
+score and invert it."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 from torch.distributions import Normal
 
-from .input_checks import check_option
+from ..input_checks import check_option
 
 SCALE_TRANSFORMS = (
     "softplus",
@@ -40,6 +45,8 @@ class HeteroscedasticGaussian(nn.Module):
     - ``"exp_raw_or_affine_softplus"`` (the TNP-KR code's TNP-D, dl4bi ``TNPD``, which switches
       on ``min_std``): ``"exp_raw"`` where ``min_std = 0``, else ``"affine_softplus"``.
     """
+
+    family = "gaussian"
 
     def __init__(self, dim_y: int, min_std: float = 1e-3, transform: str = "softplus"):
         super().__init__()
@@ -79,6 +86,8 @@ class HeteroscedasticGaussian(nn.Module):
 class HomoscedasticGaussian(nn.Module):
     """Mean from the decoder, one learned noise scale per output dimension."""
 
+    family = "gaussian"
+
     def __init__(self, dim_y: int, min_std: float = 1e-3, init_std: float = 0.5):
         super().__init__()
         self.dim_y, self.min_std = dim_y, min_std
@@ -94,28 +103,10 @@ class HomoscedasticGaussian(nn.Module):
         return Normal(raw, std.expand_as(raw), validate_args=False)
 
 
-def build_likelihood(
-    name: str, dim_y: int, min_std: float, transform: str = "softplus"
-) -> nn.Module:
-    """``heteroscedastic`` or ``homoscedastic`` Gaussian head."""
-    check_option("likelihood", name, ("heteroscedastic", "homoscedastic"))
-    if name == "heteroscedastic":
-        return HeteroscedasticGaussian(dim_y, min_std, transform)
-    return HomoscedasticGaussian(dim_y, min_std)
-
-
-@dataclass
-class HeadHyper:
-    """Likelihood options shared by every model with a Gaussian head."""
-
-    likelihood: str = "heteroscedastic"  # heteroscedastic | homoscedastic
-    min_std: float = 1e-3
-    # softplus (TE) | exp | affine_exp (TNP-KR code) | sqrt_softplus (cambridge-mlg/tnp) |
-    # exp_raw (TNP-D code) | affine_softplus (TNP-D code, bound_std; CNP family in the TNP-KR
-    # code) | exp_raw_or_affine_softplus (the TNP-KR code's TNP-D): see HeteroscedasticGaussian
-    scale_transform: str = "softplus"
-
-
-def likelihood_head(hyper: HeadHyper, dim_y: int) -> nn.Module:
-    """The Gaussian head a model's ``HeadHyper`` options describe."""
-    return build_likelihood(hyper.likelihood, dim_y, hyper.min_std, hyper.scale_transform)
+def normal_crps(loc: torch.Tensor, scale: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """CRPS of ``Normal(loc, scale)`` at ``y`` (Gneiting & Raftery 2007, closed form):
+    ``scale * (z (2 Phi(z) - 1) + 2 phi(z) - 1 / sqrt(pi))``, ``z = (y - loc) / scale``."""
+    z = (y - loc) / scale
+    unit = Normal(torch.zeros_like(z), torch.ones_like(z), validate_args=False)
+    pdf = unit.log_prob(z).exp()
+    return scale * (z * (2 * unit.cdf(z) - 1) + 2 * pdf - 1 / math.sqrt(math.pi))

@@ -1,0 +1,54 @@
+"""Likelihoods: a model's head maps decoder outputs to a predictive distribution of a family.
+
+Families (the model option ``likelihood:``, :mod:`.options`; docs/site/likelihoods.md):
+``gaussian`` (:mod:`.gaussian`, today's heads, also as ``heteroscedastic`` /
+``homoscedastic``), ``student-t``, ``bernoulli``, ``bernoulli-gamma``, ``poisson``,
+``negative-binomial``, ``beta``, ``mixture`` and ``lowrank-gaussian``, one module each. A head
+is an ``nn.Module`` with ``n_params`` (decoder outputs per target) and ``family``, whose
+``forward(raw [b, n_tgt, n_params])`` returns a ``torch.distributions.Distribution`` with batch
+shape ``[b, n_tgt, dim_y]`` (``lowrank-gaussian``: ``[b, n_tgt]``, event ``[dim_y]``), with
+``log_prob``, ``mean``, ``variance``, ``sample``, ``quantile`` and ``crps``
+(:func:`.scores.crps` and :func:`.scores.quantile` also take torch's ``Normal``).
+
+A primitive: it imports no room of tnpx (tests/boundary/test_layers.py).
+"""
+
+from .gaussian import SCALE_TRANSFORMS, HeteroscedasticGaussian, HomoscedasticGaussian, normal_crps
+from .options import (
+    FAMILIES,
+    FAMILY_OPTIONS,
+    HeadHyper,
+    build_likelihood,
+    family_of,
+    gaussian_only,
+    likelihood_head,
+    likelihood_problem,
+    model_family,
+    parse_likelihood,
+    refuse_family,
+)
+from .scores import covered, crps, quantile, target_log_prob
+from .support import check_support
+
+__all__ = [
+    "FAMILIES",
+    "FAMILY_OPTIONS",
+    "SCALE_TRANSFORMS",
+    "HeadHyper",
+    "HeteroscedasticGaussian",
+    "HomoscedasticGaussian",
+    "build_likelihood",
+    "check_support",
+    "covered",
+    "crps",
+    "family_of",
+    "gaussian_only",
+    "likelihood_head",
+    "likelihood_problem",
+    "model_family",
+    "normal_crps",
+    "parse_likelihood",
+    "quantile",
+    "refuse_family",
+    "target_log_prob",
+]

@@ -1,0 +1,59 @@
+"""Whether data fits a family's support: :func:`check_support` names the first value that does
+not (row and column) in one line, before a model is trained on it or scored against it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from ..user_files import DataError
+from .options import parse_likelihood
+
+# family -> (test of a value, what the values must be)
+_RULES = {
+    "bernoulli": (lambda y: (y == 0) | (y == 1), "0 or 1 (a yes/no outcome)"),
+    "bernoulli-gamma": (lambda y: y >= 0, ">= 0 (an amount: rain cannot be negative)"),
+    "poisson": (lambda y: (y >= 0) & (y == np.floor(y)), "a count (an integer >= 0)"),
+    "negative-binomial": (lambda y: (y >= 0) & (y == np.floor(y)), "a count (an integer >= 0)"),
+    "beta": (lambda y: (y > 0) & (y < 1), "a fraction strictly inside (0, 1)"),
+    "beta-spikes": (lambda y: (y >= 0) & (y <= 1), "a fraction in [0, 1]"),
+}
+
+
+def check_support(
+    likelihood: str | Mapping,
+    y,
+    names: Sequence[str],
+    rows: Sequence | None = None,
+    where: str = "the data",
+) -> None:
+    """A :class:`~tnpx.DataError` naming the first row and column of ``y [n_rows, n_outputs]``
+    (array or tensor; NaN = missing, not checked) outside the support of the family the
+    ``likelihood`` option names, or a family that does not fit ``n_outputs``. ``names``: the
+    output columns' names; ``rows``: the rows' labels (default: their positions, from 0).
+    Nothing is changed or dropped."""
+    family, options = parse_likelihood(likelihood)
+    values = np.asarray(y.detach().cpu() if hasattr(y, "detach") else y, dtype=np.float64)
+    values = values.reshape(len(values), -1)
+    if len(names) != values.shape[1]:
+        raise ValueError(f"names: {len(names)} for {values.shape[1]} output columns")
+    if family == "lowrank-gaussian" and values.shape[1] < 2:
+        raise DataError(
+            f"{where}: likelihood lowrank-gaussian correlates several outputs, but there is one "
+            f"({names[0]}); use gaussian, or give two or more output columns"
+        )
+    key = "beta-spikes" if family == "beta" and options.get("spikes") else family
+    if key not in _RULES:
+        return
+    test, must = _RULES[key]
+    with np.errstate(invalid="ignore"):
+        bad = ~test(values) & ~np.isnan(values)
+    if bad.any():
+        i, j = np.argwhere(bad)[0]
+        row = rows[i] if rows is not None else i
+        raise DataError(
+            f"{where}: row {row}, column {names[j]} = {values[i, j]:g} is not {must}, which "
+            f"likelihood {family} needs; fix the value or choose another likelihood "
+            f"({int(bad.sum())} such value(s))"
+        )
