@@ -59,7 +59,7 @@ def test_the_quadrature_is_the_predictive_density():
     for j in range(2):
         m, s, k = float(mean[0, j]), float(variance[0, j]) ** 0.5, float(y[0, j])
         value, _ = integrate.quad(
-            lambda f: stats.norm.pdf(f, m, s) * stats.poisson.pmf(k, np.exp(f)),
+            lambda f, m=m, s=s, k=k: stats.norm.pdf(f, m, s) * stats.poisson.pmf(k, np.exp(f)),
             m - 10 * s,
             m + 10 * s,
         )
