@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import tnpx
-from tnpx.config import load_config
+from tnpx.config import config_from_yaml, config_to_yaml, load_config
 from tnpx.data import batch_at, build_sampler
 from tnpx.data.synthetic.link_families import FAMILIES
 from tnpx.data.synthetic.link_priors import true_predictive_log_prob
@@ -28,6 +28,7 @@ def test_each_config_loads_and_builds_its_family_s_sampler(family):
     assert cfg.data["name"] == "gp-link" and cfg.data["family"] == family
     assert cfg.model["likelihood"] == family and cfg.protocol == "budget"
     assert cfg.train.out_dir == f"runs/likelihoods/{family}"
+    assert config_from_yaml(config_to_yaml(cfg)) == cfg  # as a run folder stores it
     sampler = build_sampler("gp-link", cfg.data["batch_size"], cfg.train.seed, **cfg.data_options())
     assert sampler.dim_y == cfg.model["dim_y"] and sampler.dim_x == cfg.model["dim_x"]
     batch = batch_at(sampler, 0, split="test")

@@ -214,7 +214,9 @@ def true_predictive_log_prob(batch: Batch) -> torch.Tensor:
     """The log-density of the targets under the law that generated them, given the latent
     function at the targets: ``[batch]`` float64, the per-target mean (summed over outputs),
     scored like a model's :meth:`~tnpx.models.base.NeuralProcess.log_likelihood` (masked
-    targets and outputs count nowhere).
+    targets and outputs count nowhere). Given the latent values the outputs of a target are
+    independent (``lowrank-gaussian``'s correlation comes from the shared latents), so the sum
+    over outputs is their joint log-density.
 
     An *upper reference*, an oracle that knows the latent function: it is not the Bayes
     predictive given the context (which also averages over the latent functions the context
