@@ -71,7 +71,7 @@ class LinkPriorConfig:
     ctx_size: str = "uniform"  # uniform | log-uniform on {min_ctx, ..., max_ctx}
     # the families' parameters
     noise: float = 0.1  # gaussian, student-t (its scale), mixture, lowrank-gaussian
-    df: float = 3.0  # student-t
+    df: float = 3.0  # student-t (> 0; its variance is finite only above 2)
     exposure_range: list[float] = field(default_factory=lambda: [0.5, 2.0])  # counts
     dispersion: float = 2.0  # negative-binomial: variance = mean + mean² / dispersion
     concentration: float = 10.0  # beta: variance = mean (1 - mean) / (concentration + 1)
