@@ -32,6 +32,7 @@ def drawn_context_inputs(sampler, n_batches: int = 8) -> torch.Tensor:
         ("sawtooth", {"ctx_range": [-1.0, 1.0], "shift": 2.0}),
         ("sawtooth", {"dim_x": 2, "direction": "restricted", "shift": -0.5}),
         ("gp2d-composite", {"max_ctx": 40, "n_tgt": 4, "scale": 2.0, "shift": 1.0}),
+        ("gp-link", {"family": "poisson", "ctx_range": [-1.0, 3.0], "tgt_range": [-3.0, 5.0]}),
     ],
 )
 def test_input_domain_is_the_box_the_context_inputs_lie_in(name, options):
@@ -57,7 +58,7 @@ def test_samplers_without_a_box_say_none():
     for cls in (ImageSampler, ERA5Sampler, KolmogorovSampler):  # none stated (yet)
         assert not states_input_domain(cls)
     stating = [name for name, (cls, _) in SAMPLERS.items() if states_input_domain(cls)]
-    assert stating == ["gp", "gp-composite", "gp2d-composite", "sawtooth"]
+    assert stating == ["gp", "gp-composite", "gp2d-composite", "gp-link", "sawtooth"]
 
 
 def test_predict_reads_the_domain_from_the_sampler_and_none_for_images():

@@ -7,6 +7,9 @@
   averaged over its hyper-parameters), the reference no trained model can beat.
 - :mod:`.batch_gp`: the GPyTorch batch of exact, masked GPs behind the fitted GP baselines
   ``gp`` / ``mt-gp`` (registered in :mod:`tnpx.models.gp_fit`); needs the ``gp`` extra.
+- :mod:`.approx_fit`: a GP fitted to each task with a likelihood family's own likelihood
+  (variational inference in GPyTorch), the per-task baseline on the ``gp-link`` tasks
+  (``approx_gp_log_prob``); needs the ``gp`` extra.
 
 The room imports no other room at run time (the data priors and models import it). Its public
 names (``__all__``: ``from tnpx.gp import KERNELS, HyperGrid, average_log_likelihood``) are
@@ -25,6 +28,7 @@ _HOMES = {
     "KERNELS": "kernels",
     "TREND_KERNELS": "kernels",
     "anisotropic_kernel_matrix": "kernels_anisotropic",
+    "approx_gp_log_prob": "approx_fit",
     "average_log_likelihood": "average",
     "canonical_kernel": "kernels",
     "joint_draw": "prior",

@@ -18,6 +18,7 @@ from ...gp.prior import joint_draw
 from ...input_checks import check_option
 from ..base import CONTEXT_SIZE_RULES, TaskSampler, context_size, uniform
 from ..context_scaling import check_probability, scale_some_like_predict
+from . import draws
 
 JITTER = 1e-6
 
@@ -235,23 +236,5 @@ def _sample_gp(
 
 
 def _gamma(g: torch.Generator, shape: float, n: int) -> torch.Tensor:
-    """Gamma(shape, 1) samples drawn with ``g`` (Marsaglia–Tsang), float64 ``[n]``.
-
-    ``torch.distributions`` cannot take a generator, so this keeps sampling reproducible."""
-    boost = shape < 1
-    a = shape + 1.0 if boost else shape
-    d = a - 1.0 / 3.0
-    c = 1.0 / math.sqrt(9.0 * d)
-    out = torch.empty(n, dtype=torch.float64)
-    todo = torch.arange(n)
-    while todo.numel():
-        m = todo.numel()
-        x = torch.randn(m, generator=g, dtype=torch.float64)
-        u = torch.rand(m, generator=g, dtype=torch.float64)
-        v = (1 + c * x).pow(3)
-        ok = (v > 0) & (u.log() < 0.5 * x.pow(2) + d - d * v + d * v.clamp_min(1e-300).log())
-        out[todo[ok]] = (d * v)[ok]
-        todo = todo[~ok]
-    if boost:
-        out = out * torch.rand(n, generator=g, dtype=torch.float64).pow(1.0 / shape)
-    return out
+    """Gamma(shape, 1) samples drawn with ``g``, float64 ``[n]`` (:func:`.draws.gamma`)."""
+    return draws.gamma(g, torch.full((n,), float(shape), dtype=torch.float64))
