@@ -37,3 +37,12 @@ def test_a_point_inside_a_cell_still_gets_its_own_floor_and_ceil():
     x = torch.tensor([[[0.26], [0.74]]])  # 2.6 and 7.4 cells: well away from the lattice
     start, size = grid_box(x, None, 10.0, margin=0.0)
     assert start.item() == 2 and size.item() == 8 - 2 + 1
+
+
+def test_points_far_from_the_origin_stay_inside_their_box():
+    # At 1e9 a float32 step spans ~2,000 cells: the snap must not shrink the box past them.
+    x = torch.tensor([[[1e9], [1e9 + 4096.0]]])
+    start, size = grid_box(x, None, 16.0, margin=0.0)
+    scaled = (x[0, :, 0].double() * 16).tolist()
+    assert size.item() > 0 and start.item() <= min(scaled)
+    assert start.item() + size.item() - 1 >= max(scaled)

@@ -88,13 +88,18 @@ def grid_box(
 # would then move a box's edge by one cell when the task is shifted by whole cells, and the
 # CNN's zero padding with it (up to 2e-2 on the predictive mean of an untrained 2D model).
 SNAP_CELLS = 1e-3
+# ... and never more than this: the box still holds every point (far from the origin a float
+# step spans many cells, where every coordinate is a lattice point already).
+MAX_SNAP_CELLS = 0.25
 
 
 def _snapped(scaled: torch.Tensor, up: bool) -> torch.Tensor:
     """``scaled`` (lattice units) moved toward the inside of the box by the snap tolerance
     (``up``: for ``floor``, else for ``ceil``), so a value that rounding put just outside a
     lattice point floors or ceils to that point."""
-    tolerance = SNAP_CELLS + 4 * torch.finfo(scaled.dtype).eps * scaled.abs()
+    tolerance = (SNAP_CELLS + 4 * torch.finfo(scaled.dtype).eps * scaled.abs()).clamp_max(
+        MAX_SNAP_CELLS
+    )
     return scaled + tolerance if up else scaled - tolerance
 
 
