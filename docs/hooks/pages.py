@@ -103,6 +103,17 @@ def _cards() -> dict[str, dict]:
     }
 
 
+def _retired() -> dict[str, str]:
+    """``RETIRED`` of ``src/tnpx/zoo/__init__.py``: each retired model's replacement (read,
+    not imported, as ``TARGET_GAP`` below)."""
+    for node in ast.parse((ZOO / "__init__.py").read_text()).body:
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "RETIRED" for t in node.targets
+        ):
+            return ast.literal_eval(node.value)
+    return {}
+
+
 def _target_gap() -> float:
     """Issue 20's gap goal, ``TARGET_GAP`` of ``experiments/zoo/ship.py`` (read, not
     imported: the experiment imports the whole zoo pipeline)."""
@@ -393,15 +404,15 @@ def on_files(files: Files, config) -> Files:
     bayes_file = RESULTS / "pretrained" / "bayes-reference.json"
     bayes = json.loads(bayes_file.read_text()) if bayes_file.is_file() else None
     gap = _target_gap()
-    cards = _state["cards"]
+    cards, retired = _state["cards"], _retired()
     reported_file = RESULTS / "pretrained" / "zoo.json"
     reported = json.loads(reported_file.read_text()) if reported_file.is_file() else None
     add(
         "zoo/index.md",
-        content=zoo_cards.index_page(cards, gap, partial(_relative, "zoo"), reported),
+        content=zoo_cards.index_page(cards, gap, partial(_relative, "zoo"), reported, retired),
     )
     for name, card in cards.items():
-        page = zoo_cards.card_page(card, gap, bayes, partial(_relative, "zoo"))
+        page = zoo_cards.card_page(card, gap, bayes, partial(_relative, "zoo"), retired.get(name))
         add(f"zoo/{name}.md", content=page)
 
     for uri, md in _state["results"].items():

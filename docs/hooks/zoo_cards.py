@@ -36,8 +36,14 @@ from card_cells import (
 # --- the page -----------------------------------------------------------------------------------
 
 
-def card_page(card: dict, target_gap: float, bayes: dict | None, link: Callable[[str], str]) -> str:
-    """The markdown page of one card.
+def card_page(
+    card: dict,
+    target_gap: float,
+    bayes: dict | None,
+    link: Callable[[str], str],
+    replaced_by: str | None = None,
+) -> str:
+    """The markdown page of one card (``replaced_by``: a retired model's replacement).
 
     Args:
         card: the card (``tnpx.zoo.model_card(name)``).
@@ -48,6 +54,14 @@ def card_page(card: dict, target_gap: float, bayes: dict | None, link: Callable[
     """
     name = card["name"]
     out = [f"# {name}", ""]
+    if replaced_by:
+        out += [
+            '!!! warning "Retired"',
+            f"    `tnpx.list_pretrained()` no longer offers this model: beyond its context its "
+            f"intervals are far too narrow (safe range 0 widths, below). It still loads by name "
+            f"or path, with a warning. Use [`{replaced_by}`]({replaced_by}.md).",
+            "",
+        ]
     out += _glance(card, link)
     out += ["", "## Prior: what it was trained on", "", card.get("trained_on", "Not recorded."), ""]
     out += _training(card)
@@ -332,11 +346,17 @@ def v3_score(name: str, card: dict, reported: dict | None) -> tuple[dict, bool]:
 
 
 def index_page(
-    cards: dict[str, dict], target_gap: float, link, reported: dict | None = None
+    cards: dict[str, dict],
+    target_gap: float,
+    link,
+    reported: dict | None = None,
+    retired: dict[str, str] | None = None,
 ) -> str:
     """The zoo's overview: every shipped model in a table, each linking to its card (the 2D
     models in a table of their own). ``reported``: the zoo report's cards
-    (``results/pretrained/zoo.json``), which score older cards on the v3 prior too."""
+    (``results/pretrained/zoo.json``), which score older cards on the v3 prior too;
+    ``retired``: retired model -> its replacement (marked in the table)."""
+    retired = retired or {}
     rows, any_reported = [], False
     for name, c in cards.items():
         if is_2d(c):
@@ -345,6 +365,7 @@ def index_page(
         any_reported |= from_report
         row = index_row(name, c, [c.get("eval") or {}, c.get("eval_composite") or {}, v3])
         row[-2] += " *" if from_report else ""
+        row[0] += f" (retired: use `{retired[name]}`)" if name in retired else ""
         rows.append(row)
     lines = [
         "# The zoo",
@@ -373,7 +394,13 @@ def index_page(
         f"prior, ± one standard error (the zoo's goal: at most {target_gap:g} on the "
         "single-kernel prior). Safe range: how far beyond the context's input range (in widths "
         "of that range) the 95 % interval stayed calibrated; past the hard limit `tnpx.predict` "
-        "refuses unless `allow_extrapolation=True`.",
+        "refuses unless `allow_extrapolation=True`."
+        + (
+            " Retired models are no longer offered by `tnpx.list_pretrained()` (too narrow "
+            "beyond their context); they still load by name or path, with a warning."
+            if retired
+            else ""
+        ),
         *(
             [
                 "",

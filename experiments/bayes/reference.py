@@ -220,7 +220,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--batches", type=int, default=16, help="test batches (of the cards')")
     parser.add_argument("--out", default="results/pretrained")
-    zoo = [n for n in list_pretrained() if n.startswith("gp1d-")]
+    zoo = [n for n in list_pretrained(include_retired=True) if n.startswith("gp1d-")]
     parser.add_argument("--models", nargs="*", default=zoo, help=f"zoo models (default {zoo})")
     parser.add_argument(
         "--checkpoint", action="append", default=[], metavar="NAME=PATH", help="another model"

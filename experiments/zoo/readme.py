@@ -16,6 +16,7 @@ from pathlib import Path
 from experiments.kit import pm_key
 from experiments.zoo.cells import generation, shift_cell, shift_names, table_head
 from experiments.zoo.score import PRIORS
+from tnpx.zoo import RETIRED
 
 BEGIN = "<!-- zoo table: written by `python -m experiments.zoo.train --report` -->"
 END = "<!-- end of zoo table -->"
@@ -54,6 +55,11 @@ def calibrated_words(card: dict) -> str:
     return f"{sr['widths']:g} context widths"
 
 
+def model_cell(name: str) -> str:
+    """A model's name in a table; a retired one (``tnpx.zoo.RETIRED``) says so."""
+    return f"`{name}` (retired: use `{RETIRED[name]}`)" if name in RETIRED else f"`{name}`"
+
+
 def readme_table(cards: dict[str, dict]) -> list[str]:
     """The table's lines, best first by the gap on the single-kernel prior (a): each model's
     gap to the GP oracle on the zoo's three shared priors and its safe range."""
@@ -64,7 +70,7 @@ def readme_table(cards: dict[str, dict]) -> list[str]:
     for name in sorted(cards, key=lambda n: cards[n]["eval"]["gap"]):
         c = cards[name]
         gaps = " | ".join(pm_key(c[key]) if key in c else "—" for key in ("eval", *PRIORS))
-        rows.append(f"| `{name}` | {trained_words(c)} | {gaps} | {calibrated_words(c)} |")
+        rows.append(f"| {model_cell(name)} | {trained_words(c)} | {gaps} | {calibrated_words(c)} |")
     return rows
 
 

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import torch
 
+from experiments.zoo.card_file import DirtyTree, check_clean, write_card
 from tnpx.apply import training_domain
 from tnpx.checkpoint import load
 from tnpx.evaluation import (
@@ -195,6 +196,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batches", type=int, default=BATCHES)
     parser.add_argument("--out", default="results/pretrained")
     parser.add_argument("--no-cards", action="store_true", help="measure, write no card")
+    parser.add_argument(
+        "--allow-dirty", action="store_true", help="write cards from uncommitted code (marked)"
+    )
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     zoo = Path(args.zoo)
@@ -202,6 +206,12 @@ def main(argv: list[str] | None = None) -> int:
         p.stem for p in zoo.glob("*.json") if p.with_suffix(".pt").exists()
     )
     commit, command = git_commit(), command_line()
+    if not args.no_cards:
+        try:
+            check_clean(commit, "the safe range into the cards", args.allow_dirty)
+        except DirtyTree as err:
+            print(f"not measured: {err}", file=sys.stderr)
+            return 2
     entries = {}
     for name in names:
         entry = measure(zoo / f"{name}.pt", args.batches, progress=True)
@@ -212,7 +222,7 @@ def main(argv: list[str] | None = None) -> int:
             card_path = zoo / f"{name}.json"
             card = json.loads(card_path.read_text())
             card["safe_range"] = entry
-            card_path.write_text(json.dumps(card, indent=1) + "\n")
+            write_card(card_path, card, args.allow_dirty)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "safe-range.json").write_text(json.dumps(entries, indent=1) + "\n")

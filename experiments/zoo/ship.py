@@ -26,11 +26,11 @@ run finishes (here a wide-prior one; ``--ship`` alone ships :data:`COMPOSITE_MOD
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 
 from experiments.long_runs.driver import RUNS
+from experiments.zoo.card_file import dirty_commits, write_card
 from experiments.zoo.score import FULL_KEYS, ROOT, _entry, experiment, score
 from experiments.zoo.scored import scored_summary
 from tnpx.checkpoint import atomic_save, load, read_checkpoint
@@ -219,12 +219,16 @@ def add_stages(card: dict, name: str, folder: Path) -> None:
         card["train_s_total"] = (card["train_s"] or 0) + sum(st["train_s"] or 0 for st in stages)
 
 
-def write_zoo(name: str, source: Path, card: dict, zoo: Path) -> None:
+def write_zoo(name: str, source: Path, card: dict, zoo: Path, allow_dirty: bool = False) -> None:
     """Write ``zoo/name.pt`` (``source``'s record without its training state) and the card.
 
     Raises:
         ValueError: the checkpoint would exceed :data:`MAX_BYTES` (nothing is left written).
+        experiments.zoo.card_file.DirtyTree: the card names uncommitted code and
+            ``allow_dirty`` is False (nothing is written).
     """
+    if dirty_commits(card) and not allow_dirty:  # before the weights, so nothing is written
+        write_card(zoo / f"{name}.json", card)  # raises, naming the dirty commits
     record = {k: v for k, v in read_checkpoint(source).items() if k != "train_state"}
     zoo.mkdir(parents=True, exist_ok=True)
     atomic_save(record, zoo / f"{name}.pt")
@@ -232,7 +236,7 @@ def write_zoo(name: str, source: Path, card: dict, zoo: Path) -> None:
     if size > MAX_BYTES:
         (zoo / f"{name}.pt").unlink()
         raise ValueError(f"{name}: {size:,} bytes, over the zoo's {MAX_BYTES:,} per model")
-    (zoo / f"{name}.json").write_text(json.dumps(card, indent=1) + "\n")
+    write_card(zoo / f"{name}.json", card, allow_dirty)
 
 
 def ship(
@@ -247,6 +251,7 @@ def ship(
     dim: int = 1,
     shift_tasks: int | None = None,
     profile_batches: int | None = None,
+    allow_dirty: bool = False,
 ) -> dict:
     """Evaluate run ``folder``'s model and write it into ``zoo`` as ``name`` (.pt + .json).
 
@@ -267,11 +272,14 @@ def ship(
         shift_tasks: 2D: tasks per shift condition (default the harness's).
         profile_batches: test batches for the safe range (default
             :func:`~experiments.zoo.safe_range.measure`'s).
+        allow_dirty: write a card that names uncommitted code (marked; see
+            :mod:`experiments.zoo.card_file`).
 
     Raises:
         UnfinishedRun: see :func:`shippable_checkpoint`.
         ValueError: a 2D run trains on another prior, or the shipped checkpoint would exceed
-            :data:`MAX_BYTES`.
+            :data:`MAX_BYTES`; ``DirtyTree`` (a ValueError): the card would name uncommitted
+            code (the shipping's commit or a measured-data result's).
     """
     # imported here: ship_2d imports this module's helpers; the safe range needs lab extras
     from experiments.zoo import safe_range as safe
@@ -309,7 +317,7 @@ def ship(
     real = summary(name, results) if results else None
     if real is not None:
         card[key] = real
-    write_zoo(name, source, card, zoo)
+    write_zoo(name, source, card, zoo, allow_dirty)
     return card
 
 

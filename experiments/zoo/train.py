@@ -32,6 +32,7 @@ import torch
 
 from experiments.kit import pm_key
 from experiments.zoo import interim, ship, ship_2d
+from experiments.zoo.card_file import DirtyTree, check_clean, write_card
 from experiments.zoo.score import KERNELS, score
 from tnpx.config import load_config
 from tnpx.evaluation import build_test_sampler, evaluate
@@ -48,7 +49,7 @@ README = Path("README.md")
 CHECK_BATCHES = ship.CHECK_BATCHES  # the check evaluation tests/zoo/test_zoo.py repeats
 
 
-def package(name: str, config: str, commit: str, command: str) -> dict:
+def package(name: str, config: str, commit: str, command: str, allow_dirty: bool = False) -> dict:
     cfg = load_config(config)
     model, train_s = train_or_load(cfg)
     model.eval()
@@ -76,8 +77,7 @@ def package(name: str, config: str, commit: str, command: str) -> dict:
     }
     ZOO.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(Path(cfg.train.out_dir) / "model.pt", ZOO / f"{name}.pt")
-    (ZOO / f"{name}.json").write_text(json.dumps(card, indent=1) + "\n")
-    return card
+    return write_card(ZOO / f"{name}.json", card, allow_dirty)
 
 
 def reading(cards: dict) -> str:
@@ -165,6 +165,7 @@ def ship_runs(names: list[str], args: argparse.Namespace) -> int:
     :mod:`experiments.zoo.ship_2d`); 1 if any was refused (the reason on stderr), else
     0."""
     provenance = (git_commit(), command_line())
+    check_clean(provenance[0], "--ship", args.allow_dirty)  # before any evaluation
     refused = 0
     for name in names:
         run = ship.shipped_run(name)
@@ -174,7 +175,7 @@ def ship_runs(names: list[str], args: argparse.Namespace) -> int:
         try:
             card = ship.ship(
                 name, folder, Path(args.zoo), config, args.force, args.batches, provenance,
-                Path(args.out), dim,
+                Path(args.out), dim, allow_dirty=args.allow_dirty,
             )  # fmt: skip
         except (ship.UnfinishedRun, ValueError) as err:
             print(f"not shipped: {err}", file=sys.stderr)
@@ -222,6 +223,11 @@ def main(argv: list[str] | None = None) -> int:
         "--ship", nargs="*", metavar="NAME", help=f"ship finished long runs (default {shipped})"
     )
     parser.add_argument("--force", action="store_true", help="--ship an unfinished run")
+    parser.add_argument(
+        "--allow-dirty",
+        action="store_true",
+        help="write cards from a working tree with uncommitted code (each marked dirty)",
+    )
     parser.add_argument("--zoo", default=str(ZOO), help="the zoo folder --ship writes into")
     parser.add_argument("--runs", default=str(interim.LONG_RUNS), help="the long runs' folder")
     parser.add_argument(
@@ -243,16 +249,27 @@ def main(argv: list[str] | None = None) -> int:
         print(interim.interim(interim.composite_runs(Path(args.runs)), references, batches))
         return 0
     if args.ship is not None:
-        refused = ship_runs(args.ship or ship.COMPOSITE_MODELS, args)
+        try:
+            refused = ship_runs(args.ship or ship.COMPOSITE_MODELS, args)
+        except DirtyTree as err:
+            print(f"not shipped: {err}", file=sys.stderr)
+            return 2
         from experiments.zoo.report import zoo_cards
 
         if zoo_cards(Path(args.zoo)):  # (a zoo folder of other models has no 1D report)
             zoo_report(args)
         return refused
     commit, command = git_commit(), command_line()
+    try:
+        check_clean(commit, "packaging the zoo", args.allow_dirty)
+    except DirtyTree as err:
+        print(f"not packaged: {err}", file=sys.stderr)
+        return 2
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    cards = {name: package(name, MODELS[name], commit, command) for name in args.models}
+    cards = {
+        name: package(name, MODELS[name], commit, command, args.allow_dirty) for name in args.models
+    }
     torch.manual_seed(0)
     from tnpx.zoo import pretrained
 

@@ -93,7 +93,7 @@ API = textwrap.dedent(
 
     # The README's zoo example, by name and in the user's units; then DataFrames.
     by_file = tnpx.predict("gp1d-v2-te-tnp-rope", "ctx.csv", "tgt.csv")
-    frames = tnpx.predict("gp1d-tnp", pd.read_csv("ctx.csv"), pd.read_csv("tgt.csv"))
+    frames = tnpx.predict("gp1d-v2-tnp", pd.read_csv("ctx.csv"), pd.read_csv("tgt.csv"))
 
     def error(call):
         try:
@@ -140,7 +140,7 @@ def test_the_python_api_without_extras(core):
 @pytest.mark.slow
 def test_the_command_line_without_extras(core):
     folder, _ = core
-    out = _tnpx(core, "predict", "gp1d-tnp", "--context", "ctx.csv", "--targets", "tgt.csv")
+    out = _tnpx(core, "predict", "gp1d-v2-tnp", "--context", "ctx.csv", "--targets", "tgt.csv")
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines()[0] == "x,y_mean,y_std,y_lower,y_upper"
     assert len(out.stdout.splitlines()) == 5
@@ -161,7 +161,7 @@ def test_the_command_line_without_extras(core):
     bo = "tnpx bo: error: tnpx.bo needs botorch: pip install 'tnpx[bo]'\n"
     for args, line in [
         (["plot", str(run / "model.pt"), "--out", "p.png"], plot),
-        (["bo", "suggest", "gp1d-tnp", "--observations", "ctx.csv", "--bounds", "0", "2"], bo),
+        (["bo", "suggest", "gp1d-v2-tnp", "--observations", "ctx.csv", "--bounds", "0", "2"], bo),
     ]:
         out = _tnpx(core, *args)
         assert (out.returncode, out.stderr) == (2, line), args

@@ -50,7 +50,8 @@ def hooks(monkeypatch):
 
 
 def _shipped_cards() -> dict[str, dict]:
-    return {name: tnpx.zoo.model_card(name) for name in tnpx.list_pretrained()}
+    # the site pages every shipped card, the retired ones too
+    return {name: tnpx.zoo.model_card(name) for name in tnpx.list_pretrained(include_retired=True)}
 
 
 def _cards_1d() -> dict[str, dict]:
@@ -366,3 +367,22 @@ def test_the_overview_lists_2d_models_in_a_table_of_their_own(hooks):
     start = both.index("Zero-shot stand-ins for 2D GP regression")
     end = both.index("Models in other folders")
     assert both[:start] + both[end:] == alone
+
+
+def test_a_retired_models_page_and_row_say_so_and_name_its_replacement(hooks, monkeypatch):
+    """Issue 53: the first zoo is retired (docs/hooks/pages.py reads ``tnpx.zoo.RETIRED``)."""
+    zoo_cards, _ = hooks
+    pytest.importorskip("mkdocs")  # pages.py is an MkDocs hook
+    import pages
+
+    assert pages._retired() == tnpx.zoo.RETIRED
+    cards = _cards_1d()
+    page = zoo_cards.card_page(cards["gp1d-tnp"], 0.15, _bayes(), link, "gp1d-v2-tnp")
+    head = page.split("\n")[:4]
+    assert head[2] == '!!! warning "Retired"' and "[`gp1d-v2-tnp`](gp1d-v2-tnp.md)" in head[3]
+    plain = zoo_cards.card_page(cards["gp1d-tnp"], 0.15, _bayes(), link)
+    assert "Retired" not in plain and page.replace("\n".join(head[2:4]) + "\n\n", "") == plain
+    index = zoo_cards.index_page(cards, 0.15, link, None, tnpx.zoo.RETIRED)
+    assert "| [`gp1d-tnp`](gp1d-tnp.md) (retired: use `gp1d-v2-tnp`) |" in index
+    assert "| [`gp1d-v2-tnp`](gp1d-v2-tnp.md) |" in index
+    assert "still load by name or path, with a warning" in index

@@ -136,7 +136,7 @@ def test_ship_a_finished_run_and_load_it_back_by_name(runs, tmp_path, monkeypatc
     assert card["train_s"] > 0 and card["commit"] == "abc1234"
     assert card["trained_on"].startswith("1D GPs, a mixture: with probability 0.5")
     monkeypatch.setenv("TNPX_ZOO", str(zoo))
-    names = tnpx.list_pretrained()
+    names = tnpx.list_pretrained(include_retired=True)
     assert {"gp1d-tnp", "gp1d-te-tnp", "gp1d-v2-tiny"} <= set(names)
     assert model_card("gp1d-v2-tiny") == card
     shipped, trained = tnpx.pretrained("gp1d-v2-tiny"), tnpx.load(runs / "finished" / "model.pt")
@@ -167,7 +167,10 @@ def test_an_unfinished_run_is_refused_unless_forced(runs, tmp_path):
         assert torch.equal(value, saved[key]), key
 
 
-def test_cli_ships_finished_runs_refuses_the_rest_and_reports_interim(runs, tmp_path, capsys):
+def test_cli_ships_finished_runs_refuses_the_rest_and_reports_interim(
+    runs, tmp_path, capsys, monkeypatch
+):
+    monkeypatch.setattr(pretrained, "git_commit", lambda: "abc1234")  # --ship: a clean commit
     zoo = tmp_path / "zoo"
     args = ["--runs", str(runs), "--zoo", str(zoo), "--batches", "1", "--out", str(tmp_path)]
     assert pretrained.main(["--ship", "finished", "gp1d-v2-tnp", *args]) == 1

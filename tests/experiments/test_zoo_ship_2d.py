@@ -284,7 +284,9 @@ def test_predict_reads_the_2d_cards_safe_range(shipped, tmp_path, monkeypatch):
 @pytest.fixture
 def small_shipping(monkeypatch):
     """`--ship`'s shift and safe-range sizes made tiny (the harnesses' defaults: 256 tasks,
-    32 batches)."""
+    32 batches), and a clean commit (`--ship` refuses a dirty tree: the test's checkout may
+    hold uncommitted code)."""
+    monkeypatch.setattr(pretrained, "git_commit", lambda: "abc1234")
     monkeypatch.setattr(shifts, "TASKS", SHIFT_TASKS)
     monkeypatch.setattr(safe, "BATCHES", PROFILE_BATCHES)
 

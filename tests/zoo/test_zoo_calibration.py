@@ -22,7 +22,8 @@ BATCHES = 4
 SHRINK = 0.9  # a bin's mean std at least this fraction of the previous bin's
 
 
-@pytest.mark.parametrize("name", tnpx.list_pretrained())
+@pytest.mark.filterwarnings("ignore:gp1d-(te-)?tnp is retired:UserWarning")
+@pytest.mark.parametrize("name", tnpx.list_pretrained(include_retired=True))
 def test_calibrated_and_not_shrinking_out_to_the_safe_range(name):
     torch.set_num_threads(1)
     card = model_card(name)

@@ -10,9 +10,10 @@
 
 The grid. Points lie on the lattice ``h Z^dim_x``, ``h = 1 / points_per_unit``. Each task gets
 its own box of that lattice, covering its observed context plus ``margin`` on every side
-(``start = floor((min - margin) / h)``, up to rounding ``margin`` to whole points), its length
-per axis padded at the far end to a multiple of ``2^pools`` so the UNet can pool. The boxes of
-a batch share one tensor, each starting at index 0, and the CNN keeps them apart
+(``start = floor((min - margin) / h)``, up to rounding ``margin`` to whole points; an
+extreme within a rounding of a lattice point counts as on it: ``tnpx.nn.setconv.grid_box``),
+its length per axis padded at the far end to a multiple of ``2^pools`` so the UNet can pool.
+The boxes of a batch share one tensor, each starting at index 0, and the CNN keeps them apart
 (:mod:`tnpx.nn.cnn`), so:
 
 - translation equivariance is exact for shifts that are multiples of the grid spacing ``h``

@@ -59,6 +59,9 @@ def grid_box(
         ``start [batch, dim_x]``: lattice index of each box's first point (``floor``-anchored,
         so the first grid point is ``start * h``); ``size [batch, dim_x]``: points per axis, 0
         for a task with no points. Both are ``long``.
+
+    A lowest or highest point within a rounding error of a lattice point counts as on it
+    (:func:`_snapped`), so a task shifted by whole cells gets the same box, moved.
     """
     b, n, dim_x = x.shape
     if n == 0:
@@ -73,10 +76,31 @@ def grid_box(
     hi = scaled.masked_fill(~mask[..., None], -math.inf).amax(1)
     lo = torch.where(has_point, lo, torch.zeros_like(lo))  # a task with no points: empty box
     hi = torch.where(has_point, hi, torch.zeros_like(hi))
-    start = torch.floor(lo).long() - pad
-    length = torch.ceil(hi).long() + pad - start + 1
+    start = torch.floor(_snapped(lo, up=True)).long() - pad
+    length = torch.ceil(_snapped(hi, up=False)).long() + pad - start + 1
     size = (length + multiple - 1) // multiple * multiple
     return start, size * has_point.long()
+
+
+# Lattice coordinates this close to a lattice point (in cells, plus a few float roundings of
+# the coordinate) count as on it. Data on the lattice reach it a rounding either side (at 10
+# points per unit, 0.3 and 3.3 in float32 scale to 3.0000001 and 32.999999): floor and ceil
+# would then move a box's edge by one cell when the task is shifted by whole cells, and the
+# CNN's zero padding with it (up to 2e-2 on the predictive mean of an untrained 2D model).
+SNAP_CELLS = 1e-3
+# ... and never more than this: the box still holds every point (far from the origin a float
+# step spans many cells, where every coordinate is a lattice point already).
+MAX_SNAP_CELLS = 0.25
+
+
+def _snapped(scaled: torch.Tensor, up: bool) -> torch.Tensor:
+    """``scaled`` (lattice units) moved toward the inside of the box by the snap tolerance
+    (``up``: for ``floor``, else for ``ceil``), so a value that rounding put just outside a
+    lattice point floors or ceils to that point."""
+    tolerance = (SNAP_CELLS + 4 * torch.finfo(scaled.dtype).eps * scaled.abs()).clamp_max(
+        MAX_SNAP_CELLS
+    )
+    return scaled + tolerance if up else scaled - tolerance
 
 
 def lattice_offset(x: torch.Tensor, start: torch.Tensor, ppu: float) -> torch.Tensor:
