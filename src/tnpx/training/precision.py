@@ -21,9 +21,11 @@ bfloat16 arithmetic (``results/perf/mixed_precision.md``): they are meant for GP
 
 from __future__ import annotations
 
+import warnings
 from contextlib import AbstractContextManager, nullcontext
 
 import torch
+from torch.optim.lr_scheduler import LRScheduler
 
 from ..config.sections import PRECISIONS
 
@@ -68,13 +70,19 @@ class StepPrecision:
         if self.scaler is not None:
             self.scaler.unscale_(optimizer)
 
-    def step(self, optimizer: torch.optim.Optimizer) -> None:
-        """The optimiser's step; under ``16-mixed`` skipped when a gradient is Inf or NaN."""
+    def step(self, optimizer: torch.optim.Optimizer, schedule: LRScheduler) -> None:
+        """The optimiser's step, then the schedule's. Under ``16-mixed`` the optimiser's is
+        skipped when a gradient is Inf or NaN; the schedule counts the step all the same (it
+        runs by step number, as Lightning's does)."""
         if self.scaler is None:
             optimizer.step()
+            schedule.step()
             return
         self.scaler.step(optimizer)
         self.scaler.update()
+        with warnings.catch_warnings():  # torch's warning when the first step was skipped
+            warnings.filterwarnings("ignore", "Detected call of `lr_scheduler.step", UserWarning)
+            schedule.step()
 
     @property
     def skips_steps(self) -> bool:

@@ -40,8 +40,7 @@ def train_step(run: Session, batch: Batch, step: int) -> torch.Tensor:
     precision.backward(loss)
     precision.unscale(run.optimizer)  # clipping sees the true gradients
     clip_gradients(run.params, run.cfg.train.clip_value, run.cfg.train.clip_norm)
-    precision.step(run.optimizer)
-    run.schedule.step()
+    precision.step(run.optimizer, run.schedule)
     grads = not precision.skips_steps  # a scaler skips the steps whose gradients are Inf/NaN
     if not all_finite(loss, run.params, grads):  # before any checkpoint of this step's weights
         raise TrainingDiverged(
