@@ -51,7 +51,7 @@ from ..nn import (
     check_option,
 )
 from .base import HeadHyper, NeuralProcess, likelihood_head
-from .registry import hyper_names, missing_outputs_models
+from .registry import missing_outputs_models
 
 NORMS = ("pre", "post")
 XY_TOKENS = tuple(k for k in TOKEN_KINDS if k != "y-only")  # tokens that read x and y
@@ -150,7 +150,9 @@ class TransformerNP(NeuralProcess):
         # single outputs
         if cls.buffered_sampling or cls.predicts_jointly:
             return ""
-        return "option" if "missing_outputs" in hyper_names(cls) else ""
+        # hasattr, not hyper_names: a forward asks this, and torch.compile breaks its graph at
+        # dataclasses.fields() (the option has a default, so it is a class attribute)
+        return "option" if hasattr(cls.Hyper, "missing_outputs") else ""
 
     def _check_missing_outputs(self) -> None:
         """A ``ValueError`` where ``missing_outputs`` is asked of a model that cannot have it."""

@@ -32,19 +32,23 @@ from ..batch import Batch
 from ..compile_failure import compile_failure
 from ..user_files import warn_user
 
+# inductor: fused C++ kernels on a CPU, Triton on a GPU (tests use the faster-to-build
+# "eager"/"aot_eager" to count graphs)
+BACKEND = "inductor"
+
 
 class CompiledObjective:
-    """``objective(batch)`` through ``torch.compile(dynamic=True)``, falling back to the eager
-    ``objective`` if compilation fails.
+    """``objective(batch)`` through ``torch.compile(dynamic=True)`` (``backend``: default
+    :data:`BACKEND`), falling back to the eager ``objective`` if compilation fails.
 
     Attributes:
         eager: the objective as given (a module whose forward is the training loss).
         fallback_reason: why calls run eagerly, or None while compiled code runs.
     """
 
-    def __init__(self, objective: torch.nn.Module, backend: str | Callable = "inductor"):
+    def __init__(self, objective: torch.nn.Module, backend: str | Callable | None = None):
         self.eager = objective
-        self.compiled = torch.compile(objective, dynamic=True, backend=backend)
+        self.compiled = torch.compile(objective, dynamic=True, backend=backend or BACKEND)
         self.fallback_reason: str | None = None
 
     def __call__(self, batch: Batch) -> torch.Tensor:
