@@ -72,12 +72,12 @@ def test_the_count_sees_a_recompile_per_size(tmp_path, monkeypatch):
 @pytest.mark.slow
 @pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
 def test_the_compiled_loss_follows_the_eager_one(backend: str, tmp_path):
-    """30 steps from the same weights on the same batches: the compiled run's losses stay
+    """20 steps from the same weights on the same batches: the compiled run's losses stay
     within 1e-3 of the eager run's (fused kernels reorder sums; measured: equal to 4
     decimals with inductor)."""
-    eager, _ = run_steps(session(tmp_path / "eager", steps=30), 30)
+    eager, _ = run_steps(session(tmp_path / "eager", steps=20), 20)
     torch._dynamo.reset()
-    fast, _ = run_steps(session(tmp_path / backend, steps=30, backend=backend), 30)
+    fast, _ = run_steps(session(tmp_path / backend, steps=20, backend=backend), 20)
     assert (fast - eager).abs().max() < 1e-3, (fast - eager).abs().max()
 
 
