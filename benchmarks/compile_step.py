@@ -34,9 +34,7 @@ from tnpx.config import load_config
 from tnpx.data import batch_at
 from tnpx.models import options_taken
 from tnpx.provenance import command_line, git_commit, hardware
-from tnpx.training.compiled import CompiledObjective
-from tnpx.training.session import open_session
-from tnpx.training.step import train_step
+from tnpx.training import CompiledObjective, open_session, train_step
 
 # (model, config): TE-1's tnp and KR-1's tnp-kr-full, the two
 CASES = (("tnp", "configs/te1.yaml"), ("tnp-kr-full", "configs/kr1-rbf.yaml"))
