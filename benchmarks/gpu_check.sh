@@ -46,7 +46,11 @@ while [ $# -gt 0 ]; do
   shift
 done
 
+# Time limits (s) per step: the GPU run's sum to under 8 minutes; a dry run is a check of the
+# plumbing on what may be a busy CPU, so it waits longer.
+T_TESTS=200 T_SCALING=180 T_KR1_GPU=120 T_KR1_CPU=420
 if [ "$DRY" = 1 ]; then
+  T_TESTS=900 T_SCALING=900 T_KR1_GPU=900 T_KR1_CPU=900
   DEVICE=cpu
   OUT="${OUT:-$(mktemp -d -t tnpx-gpu-check.XXXXXX)}"
   WORK="$OUT/work"
@@ -94,11 +98,11 @@ kr1() {  # kr1 RUN DEVICE: a short KR-1 training run into $WORK/kr1-RUN
     train.checkpoint_every=100000 train.out_dir="$WORK/kr1-$1" "${KR1[@]}" \
     >"$WORK/kr1-$1.txt" 2>&1
 }
-kr1 cpu cpu 420 &
+kr1 cpu cpu "$T_KR1_CPU" &
 CPU_RUN=$!
 
 # 1. the tests marked cuda (their CPU cases run in the ordinary suite)
-timeout 200 "$PYTHON" -m pytest -m cuda -q -rs -p no:cacheprovider "${CUDA_TESTS[@]}" \
+timeout "$T_TESTS" "$PYTHON" -m pytest -m cuda -q -rs -p no:cacheprovider "${CUDA_TESTS[@]}" \
   >"$WORK/cuda-tests.txt" 2>&1
 code=$?
 [ "$code" = 5 ] && code=0  # none selected: no cuda test collected on this torch
@@ -106,13 +110,13 @@ record cuda-tests "$code"
 tail -n 3 "$WORK/cuda-tests.txt"
 
 # 2. KR-5 scaling points
-timeout 180 "$PYTHON" -m benchmarks.scaling --device "$DEVICE" "${SCALING[@]}" \
+timeout "$T_SCALING" "$PYTHON" -m benchmarks.scaling --device "$DEVICE" "${SCALING[@]}" \
   --out "$SCALING_OUT" >"$WORK/scaling.txt" 2>&1
 record scaling $?
 tail -n 1 "$WORK/scaling.txt"
 
 # 3b. KR-1 on the device, then the CPU run's end
-kr1 gpu "$DEVICE" 120
+kr1 gpu "$DEVICE" "$T_KR1_GPU"
 record kr1-gpu $?
 wait "$CPU_RUN"
 record kr1-cpu $?
