@@ -51,7 +51,7 @@ from ..nn import (
     check_option,
 )
 from .base import HeadHyper, NeuralProcess, likelihood_head
-from .registry import missing_outputs_models
+from .registry import hyper_names, missing_outputs_models
 
 NORMS = ("pre", "post")
 XY_TOKENS = tuple(k for k in TOKEN_KINDS if k != "y-only")  # tokens that read x and y
@@ -150,9 +150,7 @@ class TransformerNP(NeuralProcess):
         # single outputs
         if cls.buffered_sampling or cls.predicts_jointly:
             return ""
-        # hasattr, not hyper_names: a forward asks this, and torch.compile breaks its graph at
-        # dataclasses.fields() (the option has a default, so it is a class attribute)
-        return "option" if hasattr(cls.Hyper, "missing_outputs") else ""
+        return "option" if _takes_missing_outputs(cls) else ""
 
     def _check_missing_outputs(self) -> None:
         """A ``ValueError`` where ``missing_outputs`` is asked of a model that cannot have it."""
@@ -277,3 +275,11 @@ def te_attention(hyper, dim_x: int, rotation_invariant: bool = False) -> TEMulti
         qkv_bias=h.qkv_bias,
         rho_order=h.rho_order,
     )
+
+
+@torch.compiler.assume_constant_result
+def _takes_missing_outputs(cls: type) -> bool:
+    """Whether model class ``cls``'s options include ``missing_outputs``. A forward asks this,
+    and torch.compile breaks its graph at ``dataclasses.fields()``: it evaluates this once
+    per trace instead (a class's options do not change)."""
+    return "missing_outputs" in hyper_names(cls)
