@@ -14,6 +14,7 @@ targets of a task jointly and ``sample()`` draws joint samples.
 
 from __future__ import annotations
 
+import contextlib
 import math
 
 import torch
@@ -24,6 +25,19 @@ from torch.distributions import (
     Normal,
     constraints,
 )
+
+
+def _at_least_float32(t: torch.Tensor) -> torch.Tensor:
+    """``t`` in float32 if it is in a half precision (float16, bfloat16), else as it is."""
+    return t.float() if t.dtype in (torch.float16, torch.bfloat16) else t
+
+
+def _without_autocast(device: torch.device):
+    """A block where ``device``'s autocast is off (its matrix products then stay in float32
+    for the solves after them); no change where the device has no autocast (``meta``)."""
+    if torch.amp.is_autocast_available(device.type):
+        return torch.autocast(device.type, enabled=False)
+    return contextlib.nullcontext()
 
 
 def logmeanexp(x: torch.Tensor, dim: int = 0) -> torch.Tensor:
@@ -171,11 +185,15 @@ class JointGaussian(Distribution):
         return self.cov_factor @ self.cov_factor.mT + torch.diag_embed(self.cov_diag)
 
     def flat(self) -> MultivariateNormal | LowRankMultivariateNormal:
-        """The same distribution as torch's ``[batch]`` multivariate normal over ``n`` outputs."""
-        loc = self.loc.flatten(1)
+        """The same distribution as torch's ``[batch]`` multivariate normal over ``n`` outputs,
+        in float32 at least: torch has no float16 or bfloat16 triangular solve or Cholesky,
+        and a mixed-precision forward (``train.precision``) makes the factors in them."""
+        loc = _at_least_float32(self.loc.flatten(1))
         if self.scale_tril is not None:
-            return MultivariateNormal(loc, scale_tril=self.scale_tril, validate_args=False)
-        return LowRankMultivariateNormal(loc, self.cov_factor, self.cov_diag, validate_args=False)
+            tril = _at_least_float32(self.scale_tril)
+            return MultivariateNormal(loc, scale_tril=tril, validate_args=False)
+        factor, diag = _at_least_float32(self.cov_factor), _at_least_float32(self.cov_diag)
+        return LowRankMultivariateNormal(loc, factor, diag, validate_args=False)
 
     def log_prob(self, value: torch.Tensor) -> torch.Tensor:
         """value ``[batch, n_tgt, dim_y]`` -> per-scalar marginal ``[batch, n_tgt, dim_y]``."""
@@ -185,11 +203,13 @@ class JointGaussian(Distribution):
         """value ``[batch, n_tgt, dim_y]`` -> joint log-density ``[batch]``."""
         if self._n_outputs == 0:  # no targets: the empty product
             return value.new_zeros(value.shape[0])
-        return self.flat().log_prob(value.flatten(1))
+        with _without_autocast(value.device):
+            return self.flat().log_prob(_at_least_float32(value.flatten(1)))
 
     def rsample(self, sample_shape: torch.Size | tuple = ()) -> torch.Tensor:
         """Joint samples ``sample_shape + [batch, n_tgt, dim_y]`` (global RNG)."""
         shape = torch.Size(sample_shape)
         if self._n_outputs == 0:
             return self.loc.expand(*shape, *self.loc.shape)
-        return self.flat().rsample(shape).reshape(*shape, *self.loc.shape)
+        with _without_autocast(self.loc.device):
+            return self.flat().rsample(shape).reshape(*shape, *self.loc.shape)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import contextvars
 import math
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 
 import torch
@@ -49,7 +49,15 @@ def has_values(t: torch.Tensor) -> bool:
 def values_checked(*tensors: torch.Tensor) -> bool:
     """Whether a model call checks the values of ``tensors``: outside :func:`trusted_values`
     and where every one of them has values (:func:`has_values`)."""
-    return not _TRUSTED.get() and all(has_values(t) for t in tensors)
+    return not _trusted() and all(has_values(t) for t in tensors)
+
+
+@torch.compiler.assume_constant_result
+def _trusted() -> bool:
+    """Whether the caller is inside :func:`trusted_values`. ``torch.compile`` cannot trace a
+    ``ContextVar``: it evaluates this once when it traces and keeps the answer (a graph traced
+    inside the block, as ``train.compile``'s, has no value checks; one traced outside has)."""
+    return _TRUSTED.get()
 
 
 def max_abs_input(dtype: torch.dtype) -> float:
@@ -103,12 +111,18 @@ def _shape(t: torch.Tensor) -> str:
 def check_tensor(
     name: str,
     t,
-    expected: str,
+    expected: str | Callable[[], str],
     dim_last: int | None,
     batch: int | None = None,
     n: int | None = None,
 ) -> None:
-    """Check rank 3, batch size, set size and feature size of one input."""
+    """Check rank 3, batch size, set size and feature size of one input. ``expected``, the
+    shape for the message, may be a function that writes it: only an error formats it, so
+    ``torch.compile`` keeps the sizes symbolic (formatting one fixes it to its value)."""
+    if callable(expected):
+        if not _shape_ok(t, dim_last, batch, n):
+            check_tensor(name, t, expected(), dim_last, batch, n)
+        return
     if not isinstance(t, torch.Tensor):
         raise ValueError(
             f"{name}: expected a torch.Tensor of shape {expected}, got {type(t).__name__}"
@@ -126,6 +140,18 @@ def check_tensor(
             f"{name}: expected shape {expected} (model built for {dim_last} features), "
             f"got {_shape(t)}"
         )
+
+
+def _shape_ok(t, dim_last: int | None, batch: int | None, n: int | None) -> bool:
+    """Whether :func:`check_tensor` would pass ``t`` (without writing its message)."""
+    return (
+        isinstance(t, torch.Tensor)
+        and t.dim() == 3
+        and t.is_floating_point()
+        and all(
+            want is None or t.shape[i] == want for i, want in ((0, batch), (1, n), (2, dim_last))
+        )
+    )
 
 
 def validate_inputs(
@@ -156,8 +182,8 @@ def validate_inputs(
     """
     check_tensor("xc", xc, f"[batch, n_ctx, {dim_x}]", dim_x)
     b, n_ctx = xc.shape[:2]
-    check_tensor("yc", yc, f"[{b}, {n_ctx}, {dim_y}]", dim_y, b, n_ctx)
-    check_tensor("xt", xt, f"[{b}, n_tgt, {dim_x}]", dim_x, b)
+    check_tensor("yc", yc, lambda: f"[{b}, {n_ctx}, {dim_y}]", dim_y, b, n_ctx)
+    check_tensor("xt", xt, lambda: f"[{b}, n_tgt, {dim_x}]", dim_x, b)
     if mask_c is not None:
         if not isinstance(mask_c, torch.Tensor) or mask_c.dtype != torch.bool:
             got = mask_c.dtype if isinstance(mask_c, torch.Tensor) else type(mask_c).__name__

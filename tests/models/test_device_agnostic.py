@@ -27,6 +27,7 @@ import torch
 from torch.distributions import Normal
 
 import tnpx
+from tests.helpers.devices import CUDA_ONLY, DEVICES
 from tests.helpers.small_models import small_overrides
 from tnpx.batch import Batch
 from tnpx.models.registry import REGISTRY
@@ -187,3 +188,68 @@ def test_incremental_context_runs_on_meta(name: str):
         context = model.update(context, batch.xc[:, 3:], batch.yc[:, 3:])
         pred = model.decode_targets(context, batch.xt)
     assert_on(pred.mean, torch.float32, f"{name}: mean after update")
+
+
+def real_batch(model, device: str, b: int = 2, n_ctx: int = 5, n_tgt: int = 4) -> Batch:
+    """A batch of values for ``model`` on ``device`` (seeded)."""
+    g = torch.Generator().manual_seed(0)
+
+    def t(n: int, d: int) -> torch.Tensor:
+        return torch.randn(b, n, d, generator=g).to(device)
+
+    return Batch(t(n_ctx, model.dim_x), t(n_ctx, model.dim_y), t(n_tgt, model.dim_x),
+                 t(n_tgt, model.dim_y))  # fmt: skip
+
+
+def device_model(name: str, device: str):
+    cls = REGISTRY[name]
+    torch.manual_seed(0)
+    model = tnpx.build_model(name, cls.dim_x_range[0], cls.dim_y_range[0], **small_overrides(name))
+    return model.to(device)
+
+
+@pytest.mark.parametrize("device", CUDA_ONLY)
+@pytest.mark.parametrize("name", sorted(REGISTRY))
+def test_model_runs_on_a_device(name: str, device: str):
+    """The meta test's counterpart on a real device (its CPU case is the rest of the suite):
+    forward, training loss and backward with values, every output and gradient on the
+    device and finite (what ``meta`` cannot see: kernels, values, GPU-only precision)."""
+    model = device_model(name, device).eval()
+    batch = real_batch(model, device)
+    with torch.no_grad():
+        pred = model(batch.xc, batch.yc, batch.xt)
+    for what, t in (("mean", pred.mean), ("stddev", pred.stddev)):
+        assert t.device.type == device and bool(t.isfinite().all()), (name, what)
+    model.train()
+    loss = model.training_loss(batch)
+    assert loss.device.type == device and bool(loss.isfinite())
+    if loss.requires_grad:  # context-moments has no parameters
+        loss.backward()
+    for pname, p in model.named_parameters():
+        if p.grad is not None:
+            assert p.grad.device.type == device and bool(p.grad.isfinite().all()), pname
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("precision", ["bf16-mixed", "16-mixed"])
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("name", sorted(REGISTRY))
+def test_model_trains_under_autocast(name: str, device: str, precision: str):
+    """Every model's training loss and backward under ``train.precision``'s autocast
+    (:mod:`tnpx.training.precision`): the loss float32 and finite, the gradients float32.
+    float16 may overflow in a model (then 16-mixed's scaler skips the step, or the run stops
+    with a hint to use bf16-mixed): only bfloat16 must give a finite loss."""
+    from tnpx.input_checks import trusted_values
+    from tnpx.training.precision import StepPrecision
+
+    model = device_model(name, device).train()
+    batch = real_batch(model, device)
+    step = StepPrecision(precision, torch.device(device))
+    with trusted_values(), step.autocast(batch.xc.device):
+        loss = model.training_loss(batch)
+    assert loss.dtype == torch.float32
+    if precision == "bf16-mixed":
+        assert bool(loss.isfinite()), name
+    if loss.requires_grad:
+        step.backward(loss)
+    assert {p.grad.dtype for p in model.parameters() if p.grad is not None} <= {torch.float32}

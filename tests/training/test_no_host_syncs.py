@@ -170,3 +170,14 @@ def test_value_checks_inside_a_step_would_be_counted(tmp_path, monkeypatch):
     monkeypatch.setattr(step, "trusted_values", contextlib.nullcontext)
     callers = recorded_step("tnp", tmp_path)
     assert unexpected("tnp", callers) == ["check_magnitude"] * 3
+
+
+def test_mixed_precision_adds_only_the_scalers_sync(tmp_path):
+    """``bf16-mixed`` adds no host read; ``16-mixed``'s gradient scaler reads once whether it
+    found an Inf (``GradScaler.step``, called from ``StepPrecision.step``), as torch's and
+    Lightning's do."""
+    bf16 = recorded_step("tnp", tmp_path / "bf16", "train.precision=bf16-mixed")
+    assert unexpected("tnp", bf16) == [], bf16
+    assert bf16.count(GUARD) == 1
+    fp16 = recorded_step("tnp", tmp_path / "fp16", "train.precision=16-mixed")
+    assert unexpected("tnp", fp16) == ["step"], fp16

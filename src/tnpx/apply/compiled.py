@@ -22,6 +22,7 @@ from collections.abc import Callable
 import torch
 from torch.distributions import Distribution, Normal
 
+from ..compile_failure import compile_failure
 from ..models.base import NeuralProcess
 
 CUDA_MODE = "reduce-overhead"  # CUDA graphs
@@ -96,10 +97,7 @@ class CompiledModel:
         return Normal(pred.loc.clone(), pred.scale.clone(), validate_args=False)
 
     def _fall_back(self, err: Exception) -> None:
-        # The backend's own error (a compiler missing, an op it cannot lower) says why.
-        cause = getattr(err, "inner_exception", None) or err.__cause__ or err
-        lines = [line for line in str(cause).splitlines() if line.strip()]
-        self.fallback_reason = f"{type(cause).__name__}: {lines[0] if lines else ''}"[:300]
+        self.fallback_reason = compile_failure(err)
         warnings.warn(
             f"{self.model.name}: torch.compile failed ({self.fallback_reason}); running eagerly",
             RuntimeWarning,

@@ -67,6 +67,16 @@ def one_of(*options: str, fold_case: bool = False) -> Rule:
     return Rule(test, f"one of {', '.join(options)}")
 
 
+def precision_name(options: tuple[str, ...]) -> Rule:
+    """One of ``options``, where a whole number stands for its digits (YAML reads
+    ``precision: 32`` as the number 32)."""
+
+    def test(v: object) -> bool:
+        return (isinstance(v, str) or _integer(v)) and str(v) in options
+
+    return Rule(test, f"one of {', '.join(options)}")
+
+
 def optional(rule: Rule) -> Rule:
     """``rule``, or None (``null`` in YAML) meaning "off"."""
     return Rule(lambda v: v is None or rule.test(v), f"{rule.allowed} or null")

@@ -19,6 +19,7 @@ from .rules import (
     optional,
     positive,
     positive_values,
+    precision_name,
     ruled,
 )
 
@@ -29,6 +30,9 @@ MODEL_KEYS = {"name": str, "dim_x": int, "dim_y": int, "preset": str | None}
 
 # The optimisers tnpx.training.optim builds; schedulefree-adamw takes schedule.name: constant.
 OPTIMISERS = ("adamw", "adam", "yogi", "schedulefree-adamw")
+
+# train.precision, as Lightning names them (src/tnpx/training/precision.py)
+PRECISIONS = ("32", "bf16-mixed", "16-mixed")
 
 
 @dataclass
@@ -94,6 +98,14 @@ class TrainConfig:
     # (e.g. 0.999); None: the raw weights. src/tnpx/training/ema.py
     ema_decay: float | None = ruled(optional(fraction(high_open=True)), None)
     patience: int | None = ruled(optional(at_least(1)), None)
+    # 32: float32 throughout; bf16-mixed / 16-mixed: the forward and loss under autocast
+    # (16-mixed with a gradient scaler). src/tnpx/training/precision.py
+    precision: str | int = ruled(precision_name(PRECISIONS), "32")
+    # torch.compile the step's forward and loss (dynamic shapes). src/tnpx/training/compiled.py
+    compile: bool = False
+
+    def __post_init__(self) -> None:
+        self.precision = str(self.precision)  # YAML reads `precision: 32` as a number
 
 
 @dataclass

@@ -150,7 +150,7 @@ class TransformerNP(NeuralProcess):
         # single outputs
         if cls.buffered_sampling or cls.predicts_jointly:
             return ""
-        return "option" if "missing_outputs" in hyper_names(cls) else ""
+        return "option" if _takes_missing_outputs(cls) else ""
 
     def _check_missing_outputs(self) -> None:
         """A ``ValueError`` where ``missing_outputs`` is asked of a model that cannot have it."""
@@ -275,3 +275,11 @@ def te_attention(hyper, dim_x: int, rotation_invariant: bool = False) -> TEMulti
         qkv_bias=h.qkv_bias,
         rho_order=h.rho_order,
     )
+
+
+@torch.compiler.assume_constant_result
+def _takes_missing_outputs(cls: type) -> bool:
+    """Whether model class ``cls``'s options include ``missing_outputs``. A forward asks this,
+    and torch.compile breaks its graph at ``dataclasses.fields()``: it evaluates this once
+    per trace instead (a class's options do not change)."""
+    return "missing_outputs" in hyper_names(cls)

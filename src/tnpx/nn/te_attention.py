@@ -241,8 +241,8 @@ class TEMultiHeadAttention(HeadProjections, Attention):
         reuse = not (torch.is_grad_enabled() or torch.compiler.is_compiling())
         scratch = PairScratch() if reuse else None
         outs, moves = [], []
-        for start in range(0, n_q, size):
-            part = slice(start, start + size)
+        # one chunk without range(): torch.compile then keeps n_q symbolic (train.compile)
+        for part in [slice(None)] if size >= n_q else _chunks(n_q, size):
             args = (q[:, :, part], prepared.k, prepared.v, x_queries[:, part], prepared.x,
                     prepared.safe_mask)  # fmt: skip
             out, move = (
@@ -273,3 +273,8 @@ class TEMultiHeadAttention(HeadProjections, Attention):
         weight = pair_mlp(self.phi, attn.permute(0, 2, 3, 1), scratch) * key_mask[:, None, :, None]
         count = key_mask.sum(-1).clamp_min(1).to(diff.dtype)[:, None, None]
         return out, (diff * weight).sum(2) / count
+
+
+def _chunks(n: int, size: int) -> list[slice]:
+    """``[0, size), [size, 2 size), ...`` up to ``n``."""
+    return [slice(start, start + size) for start in range(0, n, size)]

@@ -1,7 +1,9 @@
 """Training a model: the loop (:mod:`tnpx.training.loop`, ``tnpx train``) and its parts, each
 its own module: a run set up (:mod:`~tnpx.training.session`, from the helpers of
 :mod:`~tnpx.training.setup`: device, sampler, checks, fine-tuning's weights, stop signals),
-one training step (:mod:`~tnpx.training.step`), batches (:mod:`~tnpx.training.batches`),
+one training step (:mod:`~tnpx.training.step`) in its precision
+(:mod:`~tnpx.training.precision`) and, optionally, compiled (:mod:`~tnpx.training.compiled`),
+batches (:mod:`~tnpx.training.batches`),
 optimisers and schedules (:mod:`~tnpx.training.optim`), the non-finite guard
 (:mod:`~tnpx.training.guard`), validation (:mod:`~tnpx.training.validation`), the best weights
 and patience (:mod:`~tnpx.training.best`), the weight average (:mod:`~tnpx.training.ema`), the
@@ -20,7 +22,9 @@ from ..extras import names_on_first_use
 # public name -> the module of this package that defines it
 _HOMES = {
     "BatchStream": "batches",
+    "CompiledObjective": "compiled",
     "RunStatus": "runs",
+    "StepPrecision": "precision",
     "TrainingDiverged": "guard",
     "all_finite": "guard",
     "build_optimizer": "optim",
@@ -31,6 +35,7 @@ _HOMES = {
     "find_runs": "runs",
     "fit": "loop",
     "last_checkpoint": "state",
+    "open_session": "session",
     "parameter_groups": "optim",
     "read_metrics": "runs",
     "resolve_device": "setup",
@@ -39,6 +44,7 @@ _HOMES = {
     "status_table": "runs",
     "train": "entry",
     "train_or_load": "loop",
+    "train_step": "step",
     "validation_ll": "validation",
 }
 

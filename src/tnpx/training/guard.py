@@ -19,9 +19,10 @@ class TrainingDiverged(RuntimeError):
     """The loss, a gradient or a weight became NaN or Inf; the last good checkpoint is kept."""
 
 
-def all_finite(loss: torch.Tensor, params: list[torch.Tensor]) -> bool:
-    """Whether ``loss``, the gradients of ``params`` and ``params`` themselves are finite."""
-    tensors = [p.grad for p in params if p.grad is not None] + list(params)
+def all_finite(loss: torch.Tensor, params: list[torch.Tensor], grads: bool = True) -> bool:
+    """Whether ``loss``, the gradients of ``params`` (unless ``grads`` is False: a gradient
+    scaler skips the steps whose gradients are not finite) and ``params`` are finite."""
+    tensors = [p.grad for p in params if grads and p.grad is not None] + list(params)
     with torch.no_grad():
         norms = torch._foreach_norm(tensors, 2)
         if bool(torch.stack([loss.detach(), *norms]).isfinite().all()):
@@ -34,11 +35,13 @@ def _first_bad(named: list[tuple[str, torch.Tensor | None]]) -> str | None:
     return next((n for n, t in named if t is not None and not t.isfinite().all()), None)
 
 
-def what_diverged(loss: torch.Tensor, named: list[tuple[str, torch.nn.Parameter]]) -> str:
+def what_diverged(
+    loss: torch.Tensor, named: list[tuple[str, torch.nn.Parameter]], grads: bool = True
+) -> str:
     """Words for what :func:`all_finite` found (only called once it has failed)."""
     if not torch.isfinite(loss):
         return f"non-finite loss ({loss.item()})"
-    grad = _first_bad([(n, p.grad) for n, p in named])
+    grad = _first_bad([(n, p.grad) for n, p in named]) if grads else None
     if grad is not None:
         return f"non-finite gradient of {grad}"
     weight = _first_bad([(n, p.detach()) for n, p in named])

@@ -22,8 +22,10 @@ from ..data import TaskSampler
 from ..models import NeuralProcess, build_model
 from ..weight_init import initialise
 from .best import BestSoFar
+from .compiled import CompiledObjective
 from .ema import WeightAverage
 from .optim import build_optimizer, build_schedule, parameter_groups
+from .precision import StepPrecision
 from .setup import (
     build_train_sampler,
     check_data_dims,
@@ -36,10 +38,13 @@ from .state import (
     last_checkpoint,
     recorded_best,
     recorded_ema,
+    recorded_scaler,
     remove_stale_temporaries,
     restore_training_state,
     save_training_state,
 )
+
+CPU = torch.device("cpu")
 
 
 @dataclass
@@ -65,7 +70,10 @@ class Session:
     seconds_before: float = 0.0
     finished: bool = False
     ema: WeightAverage | None = None
-    objective: torch.nn.Module | None = None  # the loss as a module (DDP over processes)
+    # the loss as a module (DDP over processes), or through torch.compile (train.compile)
+    objective: torch.nn.Module | CompiledObjective | None = None
+    # train.precision's autocast and scaler (float32 until open_session sets the config's)
+    precision: StepPrecision = field(default_factory=lambda: StepPrecision("32", CPU))
     t_start: float = 0.0
     params: list[torch.nn.Parameter] = field(init=False)
 
@@ -100,7 +108,7 @@ class Session:
             ema = self.ema.state_dict() if self.ema is not None else None
             save_training_state(
                 self.ckpt_path, self.model, self.optimizer, self.schedule, step, self.elapsed(),
-                self.cfg, self.best.state(), ema,
+                self.cfg, self.best.state(), ema, self.precision.state_dict(),
             )  # fmt: skip
 
 
@@ -156,16 +164,20 @@ def open_session(cfg: ExperimentConfig, resume: bool, sampler: TaskSampler | Non
     if best.patience is not None and world > 1:
         raise ValueError("train.patience needs a single process (validation runs on rank 0)")
     run = Session(cfg, rank, world, device, sampler, model, named, optimizer, schedule, best)
+    run.precision = StepPrecision(cfg.train.precision, device)
     if resuming:
         _resume(run)
         if run.finished:
             return run
+        run.precision.load_state_dict(recorded_scaler(ckpt_path))  # None: a fresh scaler
     run.ema = _weight_average(cfg, model, ckpt_path if resuming else None, run.main)
     run.objective = _Objective(model)
     if world > 1:  # gradients are averaged across processes inside the wrapper's backward
         run.objective = torch.nn.parallel.DistributedDataParallel(
             run.objective, device_ids=[device.index] if device.type == "cuda" else None
         )
+    if cfg.train.compile:
+        run.objective = CompiledObjective(run.objective)
     run.t_start = time.perf_counter()
     return run
 

@@ -94,10 +94,12 @@ def save_training_state(
     cfg: ExperimentConfig,
     best: dict | None = None,
     ema: dict | None = None,
+    scaler: dict | None = None,
 ) -> None:
     """Write (atomically) everything a resumed run needs to continue after ``step``
     (``best``: the best validation so far, :class:`tnpx.training.best.BestSoFar`'s state;
-    ``ema``: the averaged weights, :class:`tnpx.training.ema.WeightAverage`'s state)."""
+    ``ema``: the averaged weights, :class:`tnpx.training.ema.WeightAverage`'s state;
+    ``scaler``: ``16-mixed``'s gradient scaler, :mod:`tnpx.training.precision`)."""
     train_state = {
         "step": step,
         "optimizer": optimizer.state_dict(),
@@ -105,6 +107,7 @@ def save_training_state(
         "seconds": seconds,
         **({"best": best} if best else {}),
         **({"ema": ema} if ema else {}),
+        **({"scaler": scaler} if scaler else {}),
     }
     record = {**model_record(model), "train_state": train_state, "experiment": config_to_yaml(cfg)}
     atomic_save(record, path)
@@ -177,6 +180,12 @@ def restore_training_state(
 def recorded_ema(path: Path) -> dict | None:
     """The averaged weights' state a training checkpoint stores (None if none)."""
     return read_checkpoint(path).get("train_state", {}).get("ema")
+
+
+def recorded_scaler(path: Path) -> dict | None:
+    """The gradient scaler's state a training checkpoint stores (None if none: another
+    precision, or a checkpoint from before ``train.precision``)."""
+    return read_checkpoint(path).get("train_state", {}).get("scaler")
 
 
 def recorded_best(path: Path) -> dict | None:
