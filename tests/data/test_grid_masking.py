@@ -50,11 +50,12 @@ def _holes():
 @pytest.mark.parametrize(("name", "options"), [("full", {}), ("holes", {"min_valid": 1.0})])
 def test_batches_are_those_drawn_before_masking(tmp_path, name, options):
     """A complete field draws the same batches bit for bit; ``min_valid: 1.0`` gives the old
-    rule (a window with a missing cell is never drawn) and its batches."""
+    rule (a window with a missing cell is never drawn) and its batches. (Pinned with the
+    uniform context sizes of that time: ``ctx_size: uniform``.)"""
     (make_dataset() if name == "full" else _holes()).to_netcdf(tmp_path / "t2m.nc")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        sampler = grid(tmp_path / "t2m.nc", static=["z"], **options)
+        sampler = grid(tmp_path / "t2m.nc", static=["z"], ctx_size="uniform", **options)
     for step, split, n_ctx, digest in PINNED[name]:
         batch = batch_at(sampler, step, split=split)
         assert batch.xc.shape[1] == n_ctx and batch.mask_c is None and batch.mask_t is None

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import torch
-from torch import nn
 from torch.distributions import Bernoulli
+
+from .numerics import PlainHead
 
 
 class BernoulliPrediction(Bernoulli):
@@ -26,19 +27,12 @@ class BernoulliPrediction(Bernoulli):
         return (self.probs - y).square()
 
 
-class BernoulliHead(nn.Module):
+class BernoulliHead(PlainHead):
     """``[b, n_tgt, dim_y]`` logits -> ``BernoulliPrediction`` ``[b, n_tgt, dim_y]``."""
 
     family = "bernoulli"
 
-    def __init__(self, dim_y: int):
-        super().__init__()
-        self.dim_y = dim_y
-
-    @property
-    def n_params(self) -> int:
-        """Decoder outputs this head needs per target."""
-        return self.dim_y
+    params_per_output = 1
 
     def forward(self, raw: torch.Tensor) -> BernoulliPrediction:
         return BernoulliPrediction(logits=raw, validate_args=False)

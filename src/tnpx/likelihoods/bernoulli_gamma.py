@@ -5,10 +5,9 @@ is ``Gamma(concentration, rate)``, both by softplus."""
 from __future__ import annotations
 
 import torch
-from torch import nn
 from torch.distributions import Bernoulli, Distribution, Gamma, constraints
 
-from .numerics import Scored, positive
+from .numerics import PlainHead, Scored, positive
 
 _NO_SHAPE = torch.Size()
 
@@ -69,20 +68,13 @@ class BernoulliGamma(Scored, Distribution):
         return torch.where(wet, found, torch.zeros_like(found))
 
 
-class BernoulliGammaHead(nn.Module):
+class BernoulliGammaHead(PlainHead):
     """``[b, n_tgt, 3 * dim_y]`` = ``[logit of P(y > 0), concentration, rate]`` (the last two
     by softplus) -> :class:`BernoulliGamma` ``[b, n_tgt, dim_y]``."""
 
     family = "bernoulli-gamma"
 
-    def __init__(self, dim_y: int):
-        super().__init__()
-        self.dim_y = dim_y
-
-    @property
-    def n_params(self) -> int:
-        """Decoder outputs this head needs per target."""
-        return 3 * self.dim_y
+    params_per_output = 3
 
     def forward(self, raw: torch.Tensor) -> BernoulliGamma:
         logits, raw_a, raw_b = raw.split(self.dim_y, dim=-1)

@@ -11,10 +11,9 @@ yet, so models call the heads without one (exposure 1).
 from __future__ import annotations
 
 import torch
-from torch import nn
 from torch.distributions import NegativeBinomial, Poisson
 
-from .numerics import Scored, betainc, positive
+from .numerics import PlainHead, Scored, betainc, positive
 
 MAX_LOG_RATE = 30.0  # exp(30) ~ 1e13 counts: beyond, float32 rates lose all precision
 
@@ -61,39 +60,25 @@ class NegativeBinomialPrediction(_Counts, NegativeBinomial):
         return torch.where(k < 0, torch.zeros_like(inside), inside).to(self.probs.dtype)
 
 
-class PoissonHead(nn.Module):
+class PoissonHead(PlainHead):
     """``[b, n_tgt, dim_y]`` log rates -> :class:`PoissonPrediction` ``[b, n_tgt, dim_y]``
     (the log rate is clamped to [-30, 30])."""
 
     family = "poisson"
 
-    def __init__(self, dim_y: int):
-        super().__init__()
-        self.dim_y = dim_y
-
-    @property
-    def n_params(self) -> int:
-        """Decoder outputs this head needs per target."""
-        return self.dim_y
+    params_per_output = 1
 
     def forward(self, raw: torch.Tensor, exposure: torch.Tensor | None = None) -> PoissonPrediction:
         return PoissonPrediction(raw.clamp(-MAX_LOG_RATE, MAX_LOG_RATE).exp(), exposure)
 
 
-class NegativeBinomialHead(nn.Module):
+class NegativeBinomialHead(PlainHead):
     """``[b, n_tgt, 2 * dim_y]`` = ``[log mean, total_count (softplus)]`` ->
     :class:`NegativeBinomialPrediction` ``[b, n_tgt, dim_y]``."""
 
     family = "negative-binomial"
 
-    def __init__(self, dim_y: int):
-        super().__init__()
-        self.dim_y = dim_y
-
-    @property
-    def n_params(self) -> int:
-        """Decoder outputs this head needs per target."""
-        return 2 * self.dim_y
+    params_per_output = 2
 
     def forward(
         self, raw: torch.Tensor, exposure: torch.Tensor | None = None

@@ -12,11 +12,27 @@ from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
+from torch import nn
 
 # Samples behind a CRPS that has no closed form: the estimate's standard error is about
 # 2 % of the distribution's spread.
 CRPS_SAMPLES = 2000
 _TINY = 1e-300
+
+
+class PlainHead(nn.Module):
+    """A head without options: ``params_per_output`` decoder outputs per output dimension."""
+
+    params_per_output = 1
+
+    def __init__(self, dim_y: int):
+        super().__init__()
+        self.dim_y = dim_y
+
+    @property
+    def n_params(self) -> int:
+        """Decoder outputs this head needs per target."""
+        return self.params_per_output * self.dim_y
 
 
 def positive(raw: torch.Tensor, floor: float = 1e-6) -> torch.Tensor:
