@@ -10,6 +10,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import pytest
 import torch
 
 from tnpx.gp.prior import joint_draw, one_thread
@@ -48,6 +49,7 @@ def _hashes(threads: int) -> str:
     return out.stdout
 
 
+@pytest.mark.slow  # two subprocesses drawing three test sets (~9 s)
 def test_kr1_kr3_te1_test_sets_are_the_same_bits_at_one_and_two_threads():
     # Before the draw ran on one thread, KR-3's 384-point Cholesky (and TE-1's larger tasks)
     # differed by ~1e-10 between MKL at 1 and 2 threads; KR-1's 150 points did not.
