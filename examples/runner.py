@@ -191,6 +191,7 @@ def run(
     """Every step of the module docstring; returns the results folder. ``command``: what the
     README names as the command (default: this process's command line)."""
     start, load_avg = time.perf_counter(), os.getloadavg()[0]
+    commit = git_commit()  # the code that trains and scores, not what HEAD is when it ends
     results, run_dir = paths(example.name, out)
     run_dir.mkdir(parents=True, exist_ok=True)
     cfg = load_config(
@@ -243,7 +244,7 @@ def run(
     record = {
         "example": example.name,
         "command": command or command_line(),
-        "commit": git_commit(),
+        "commit": commit,
         "hardware": hardware(),
         "load_average_at_start": load_avg,
         "quick": quick,
