@@ -154,7 +154,10 @@ optimiser and steps: AdamW 1e-3, 1,000 warm-up steps, cosine to 1 % over the ste
 
 {chr(10).join(lines)}
 
-Not finished yet: {", ".join(waiting) or "none"}.
+Not finished yet: {", ".join(waiting) or "none"}. Not in `long-runs/` yet (training elsewhere or
+not started): {
+        ", ".join(f"`te1-{m}`" for m in TE1_MODELS if m not in {r.model for r in found}) or "none"
+    }.
 
 ![LL against shift](protocol_ll_vs_shift.png)
 
