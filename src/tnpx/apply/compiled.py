@@ -61,7 +61,7 @@ class CompiledModel:
         options = {"backend": backend, "dynamic": False}
         if backend == "inductor":
             options["mode"] = self.mode
-        self._compiled = torch.compile(model._predict, **options)
+        self._compiled = torch.compile(model._predict_centred, **options)
         self.fallback_reason: str | None = None
 
     def __call__(
@@ -80,7 +80,7 @@ class CompiledModel:
                     return self._run_compiled(xc, yc, xt, mask_c)
                 except torch._dynamo.exc.TorchDynamoException as err:
                     self._fall_back(err)
-            return self.model._predict(xc, yc, xt, mask_c)
+            return self.model._predict_centred(xc, yc, xt, mask_c)
 
     def _run_compiled(self, xc, yc, xt, mask_c) -> Distribution:
         if not self._cuda_graphs:

@@ -130,6 +130,10 @@ class HeadHyper:
     # exp_raw (TNP-D code) | affine_softplus (TNP-D code, bound_std; CNP family in the TNP-KR
     # code) | exp_raw_or_affine_softplus (the TNP-KR code's TNP-D): see HeteroscedasticGaussian
     scale_transform: str = "softplus"
+    # True: each task's outputs are centred on its context's mean before the model sees them
+    # and the mean put back on the prediction (tnpx.models.centring): the prediction shifts
+    # exactly with the outputs, so a task whose level no training task had is no extrapolation
+    centre_outputs: bool = False
 
 
 def likelihood_head(hyper: HeadHyper, dim_y: int) -> nn.Module:

@@ -34,7 +34,8 @@ from torch.distributions import Distribution, Normal
 from ..batch import Batch, check_mask, observed_score, partly_missing
 from ..input_checks import validate_inputs
 from ..likelihoods import HeadHyper, likelihood_head  # noqa: F401 (the models' head options)
-from .context import ContextEncoding, RawContext, per_output_mask
+from .centring import centring_refusal, context_output_mean, shifted
+from .context import ContextEncoding, RawContext, joined_chunks, per_output_mask
 from .registry import missing_outputs_models, missing_outputs_refusal
 
 
@@ -87,6 +88,15 @@ class NeuralProcess(nn.Module):
         if problem:
             raise ValueError(problem)
         self.dim_x, self.dim_y, self.hyper = dim_x, dim_y, hyper
+        why = centring_refusal(self) if self.centres_outputs else None
+        if why:
+            raise ValueError(f"{self.name}: centre_outputs=True is not supported: {why}")
+
+    @property
+    def centres_outputs(self) -> bool:
+        """Whether each task's outputs are centred on its context's mean (the option
+        ``centre_outputs``, :mod:`tnpx.models.centring`)."""
+        return isinstance(self.hyper, HeadHyper) and self.hyper.centre_outputs
 
     def legacy_renames(self, version: int) -> tuple[tuple[str, str | None], ...]:
         """The renames that take a format-``version`` state dict one version up (a model
@@ -175,7 +185,16 @@ class NeuralProcess(nn.Module):
     ) -> Distribution:
         yc, mask_yc = self._observed_outputs(yc, mask_yc)
         xc, yc, xt, mask_c = self._validate(xc, yc, xt, mask_c)
-        return self._predict(xc, yc, xt, per_output_mask(mask_c, mask_yc, yc))
+        return self._predict_centred(xc, yc, xt, per_output_mask(mask_c, mask_yc, yc))
+
+    def _predict_centred(self, xc, yc, xt, mask_c) -> Distribution:
+        """:meth:`_predict` for validated inputs, with the context's output mean taken out
+        and put back where the model centres its outputs (every caller of ``_predict`` from
+        outside the model goes through here)."""
+        if not self.centres_outputs:
+            return self._predict(xc, yc, xt, mask_c)
+        shift = context_output_mean(yc, mask_c)  # [batch, 1, dim_y]
+        return shifted(self._predict(xc, yc - shift, xt, mask_c), shift)
 
     def _predict(self, xc, yc, xt, mask_c) -> Distribution:
         """The prediction for validated inputs: by default, the targets decoded from the
@@ -222,8 +241,10 @@ class NeuralProcess(nn.Module):
         result to :meth:`decode_targets`."""
         yc, mask_yc = self._observed_outputs(yc, mask_yc)
         xc, yc, _, mask_c = self._validate(xc, yc, xc[:, :0], mask_c)
-        state = self._encode_context(xc, yc, per_output_mask(mask_c, mask_yc, yc))
-        return ContextEncoding(self.name, xc.shape[0], state)
+        mask_c = per_output_mask(mask_c, mask_yc, yc)
+        shift = context_output_mean(yc, mask_c) if self.centres_outputs else None
+        state = self._encode_context(xc, yc if shift is None else yc - shift, mask_c)
+        return ContextEncoding(self.name, xc.shape[0], state, shift)
 
     def decode_targets(self, context: ContextEncoding, xt: torch.Tensor) -> Distribution:
         """Predict targets ``xt [batch, n_tgt, dim_x]`` from :meth:`encode_context`'s result."""
@@ -234,7 +255,8 @@ class NeuralProcess(nn.Module):
         no_x = like.new_zeros(context.batch, 0, self.dim_x)
         no_y = like.new_zeros(context.batch, 0, self.dim_y)
         _, _, xt, _ = self._validate(no_x, no_y, xt, None)
-        return self._decode_targets(context.state, xt)
+        prediction = self._decode_targets(context.state, xt)
+        return prediction if context.shift is None else shifted(prediction, context.shift)
 
     def _check_encoding(self, context: Any) -> None:
         """A ``ValueError`` unless ``context`` is an encoding made by this model."""
@@ -281,18 +303,7 @@ class NeuralProcess(nn.Module):
             )
         context = self.encode_context(xc, yc, mask_c, mask_yc)
         parts = [self.decode_targets(context, part) for part in xt.split(chunk_size, dim=1)]
-        if len(parts) == 1:
-            return parts[0]
-        if not isinstance(parts[0], Normal):  # the families' distributions: not joined yet
-            raise ValueError(
-                f"{self.name}: a {type(parts[0]).__name__} prediction cannot be "
-                f"decoded in chunks yet; use chunk_size >= n_tgt ({xt.shape[1]})"
-            )
-        return Normal(
-            torch.cat([p.loc for p in parts], 1),
-            torch.cat([p.scale for p in parts], 1),
-            validate_args=False,
-        )
+        return joined_chunks(parts, self.name)
 
     def predict_batch(self, batch: Batch) -> Distribution:
         """Predict for a :class:`~tnpx.batch.Batch` (models may use ``batch.info``)."""
