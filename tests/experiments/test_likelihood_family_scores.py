@@ -1,0 +1,46 @@
+"""The likelihood families' results study (experiments/likelihoods/family_scores.py): its
+randomised PIT and a smoke run."""
+
+import json
+
+import pytest
+import torch
+
+from experiments.likelihoods import family_scores as study
+from tnpx.likelihoods import build_likelihood
+
+
+@pytest.mark.parametrize(
+    ("family", "raw"),
+    [
+        ("poisson", torch.full((1, 4000, 1), 0.3)),  # rate e^0.3: most mass on 0, 1, 2
+        ("bernoulli", torch.full((1, 4000, 1), 0.4)),
+        ("bernoulli-gamma", torch.tensor([0.0, 0.5, 0.3]).expand(1, 4000, 3)),
+    ],
+)
+def test_the_randomised_pit_of_the_true_law_covers_each_level(family, raw):
+    """Draws from the prediction itself: its PIT is uniform, so each central interval covers
+    its level (a quantile interval of a discrete law would cover more)."""
+    torch.manual_seed(0)
+    pred = build_likelihood(family, 1, 1e-3, "softplus")(raw)
+    y = pred.sample()
+    u = study.randomised_pit(pred, y, family, torch.Generator().manual_seed(1))
+    for level in (0.5, 0.9):
+        share = float(((u - 0.5).abs() <= level / 2).double().mean())
+        assert abs(share - level) < 0.03, (family, level, share)
+    # the plain PIT F(y) of a discrete law is not uniform: the test above can fail
+    plain = pred.cdf(y)
+    assert abs(float(((plain - 0.5).abs() <= 0.45).double().mean()) - 0.9) > 0.03
+
+
+@pytest.mark.slow
+def test_a_quick_run_writes_the_table(tmp_path):
+    assert study.main(["--families", "gaussian", "poisson", "--quick", "--out", str(tmp_path)]) == 0
+    text = (tmp_path / "README.md").read_text()
+    assert "| poisson | poisson |" in text and "| poisson | gaussian |" in text
+    entries = json.loads((tmp_path / "results.json").read_text())
+    assert [e["family"] for e in entries] == ["gaussian", "poisson"]
+    for entry in entries:
+        for head in entry["heads"].values():
+            assert all(0 <= v <= 1 for v in head["coverage"].values())
+            assert len(head["crps"]) == entry["n_batches"] * entry["batch_size"]
