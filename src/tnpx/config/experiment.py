@@ -30,6 +30,7 @@ from .sections import (  # noqa: F401 (importable from here, as before)
     ScheduleConfig,
     TrainConfig,
 )
+from .source_defaults import with_source_defaults
 
 
 def read_yaml(path: str | Path, _seen: tuple = ()) -> DictConfig:
@@ -69,7 +70,9 @@ def load_config(
     path: str | Path | Mapping | None = None, overrides: list[str] | None = None
 ) -> ExperimentConfig:
     """Read a YAML config (or take a mapping of the same sections, or start from defaults),
-    apply ``key=value`` overrides, check it."""
+    apply ``key=value`` overrides, check it. A data source's default model options are added
+    where the config leaves them out (:mod:`tnpx.config.source_defaults`: the ``grid``
+    source's ``centre_outputs``)."""
     defaults = OmegaConf.create(dataclasses.asdict(ExperimentConfig()))
     if isinstance(path, Mapping):
         base = merge(defaults, OmegaConf.create(dict(path)), "config mapping")
@@ -82,7 +85,7 @@ def load_config(
     _drop_foreign_model_keys(base, cli)
     for item, part in parts.items():
         base = merge(base, part, f"override {item!r}")
-    return config_from_dict(resolved(base))
+    return config_from_dict(with_source_defaults(resolved(base)))
 
 
 def _drop_foreign_model_keys(base, cli) -> None:

@@ -42,6 +42,9 @@ class TaskSampler(Protocol):
     seed: int
     batch_size: int
     splits_tasks: ClassVar[bool] = False
+    # True: a model trained on this source centres each task's outputs unless its config says
+    # otherwise (tnpx.config.source_defaults: the grid source, whose levels drift between tasks)
+    centres_outputs_by_default: ClassVar[bool] = False
 
     def sample(self, generator: torch.Generator, batch_size: int | None = None) -> Batch:
         """Draw one batch of tasks using only ``generator`` for randomness (with

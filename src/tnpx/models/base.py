@@ -88,7 +88,7 @@ class NeuralProcess(nn.Module):
         if problem:
             raise ValueError(problem)
         self.dim_x, self.dim_y, self.hyper = dim_x, dim_y, hyper
-        why = centring_refusal(self) if self.centres_outputs else None
+        why = centring_refusal(type(self), hyper.likelihood) if self.centres_outputs else None
         if why:
             raise ValueError(f"{self.name}: centre_outputs=True is not supported: {why}")
 

@@ -15,6 +15,8 @@ its own shift.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import torch
 from torch.distributions import Distribution, Normal
 
@@ -57,11 +59,10 @@ def shifted(prediction: Distribution, shift: torch.Tensor) -> Normal:
     return Normal(prediction.loc + shift, prediction.scale, validate_args=False)
 
 
-def centring_refusal(model) -> str | None:
-    """Why ``model`` (a ``NeuralProcess``) cannot centre its outputs, or None where it can:
-    its prediction must be per-target Normals from one deterministic call, scored by the base
-    class's methods."""
-    cls = type(model)
+def centring_refusal(cls: type, likelihood: str | Mapping) -> str | None:
+    """Why a model of class ``cls`` (a ``NeuralProcess``) with the ``likelihood`` option cannot
+    centre its outputs, or None where it can: its prediction must be per-target Normals from
+    one deterministic call, scored by the base class's methods."""
     if cls.predicts_jointly or cls.targets_interact or cls.stochastic:
         return "its prediction is joint or random, not per-target Normals from one call"
     if cls.incremental or cls.buffered_sampling:
@@ -70,7 +71,7 @@ def centring_refusal(model) -> str | None:
         owner = next(k for k in cls.__mro__ if method in vars(k))
         if owner.__name__ != "NeuralProcess":
             return f"it computes its own {method}"
-    family = family_of(model.hyper.likelihood)
+    family = family_of(likelihood)
     if family != "gaussian":
         return f"its likelihood is {family!r} (gaussian only)"
     return None
