@@ -1,5 +1,6 @@
-"""Time to accuracy on KR-1: how many steps, core-hours and FLOPs a training
-recipe needs to reach the TNP-KR paper's held-out NLL.
+"""Time to accuracy on KR-1, KR-3 and TE-1: how many steps, core-hours and FLOPs a training
+recipe needs to reach the paper's held-out NLL (TNP-KR Tables 3 and 5; the TE paper's Table 5
+at Δ = 0, its LL read as an NLL).
 
 A *recipe* is a long run (``experiments/long_runs/driver.py``: a config and overrides, trained in
 slices at one torch thread) on the KR-1 protocol's data; the protocol's own recipe is the
@@ -16,6 +17,11 @@ fixed batches of 32 tasks, split ``val``) every 2,500 steps and its speed every 
 
 and writes, per recipe, the first logged point at or below the paper's NLL (or the closest the
 run got), in ``results/time-to-accuracy/`` (README.md, results.json, curves.png).
+
+A KR-1 run finished is scored here on the protocol's test set (cached). KR-3 and TE-1 runs are
+scored by their tables' own commands (``python -m experiments.paper_tables.kr_exact --table kr3``,
+``python -m experiments.paper_tables.te1_protocol``): their test column reads those cached cells
+and stays empty until they exist.
 
     python -m experiments.long_runs.time_to_accuracy             # every recipe with a run folder
 """
@@ -41,6 +47,8 @@ from experiments.paper_tables.kr_exact import (
     exact_runs,
     test_se,
 )
+from experiments.paper_tables.te1 import PAPER as TE1_PAPER
+from experiments.paper_tables.te1_protocol import cell_path as te1_cell_path
 from tnpx.config import load_config
 from tnpx.data import batch_at, build_sampler
 from tnpx.evaluation import cached_evaluate
@@ -51,6 +59,11 @@ from tnpx.training import read_metrics
 KR1_EXACT_CELLS = FOLDER.parent / "results" / "kr1-exact" / "cells"
 PROTOCOL_STEPS = 100_000  # batches of PROTOCOL_BATCH: the goal is a quarter of it
 PROTOCOL_BATCH = 32
+# Each table's protocol: (steps, batch); the goal is the paper's number in a quarter of them.
+PROTOCOLS = {"kr1": (PROTOCOL_STEPS, PROTOCOL_BATCH), "kr3": (100_000, 16), "te1": (500_000, 16)}
+TE1_TEST_BATCHES = 320  # results/te1/protocol.md's test set (5,120 tasks per Δ)
+KERNEL_LABELS = {**KERNEL_NAMES, "mixture": "TE-1's kernel mixture"}
+RECIPE_WHAT = "AdamW 1e-3, 1k warm-up, cosine to 1e-2 of it over the planned steps"
 # recipe -> (long run, model, what differs from the protocol). The protocol: Yogi 1e-3, cosine
 # to 1e-5 over 100,000 steps, batch 32, no warm-up, clip 3.0 (configs/kr1-rbf.yaml).
 ADAMW_WHAT = "AdamW 5e-4, 1k warm-up, cosine to 1e-2 of it over 25k steps"
@@ -140,7 +153,22 @@ RECIPES = {
         "tnp-kr-full",
         ADAMW_1E3_WHAT,
     ),
+    # KR-3 and TE-1 at their protocols' data and sizes with the recipe
+    # (experiments/long_runs/plans/te1-kr3.md: the steps each plan affords).
+    **{
+        f"KR-3 recipe ({m})": (f"kr3-{m}", m, f"KR-3: {RECIPE_WHAT} (25k)")
+        for m in ("tnp-d", "tnp-kr-full")
+    },
+    **{
+        f"TE-1 recipe ({m})": (f"te1-{m}", m, f"TE-1: {RECIPE_WHAT}")
+        for m in ("tnp", "cnp", "convcnp", "pt-tnp-ist", "te-pt-tnp", "te-tnp-rope")
+    },
 }
+
+
+def table_of(run: str) -> str:
+    """The paper table a long run belongs to: ``kr3``, ``te1`` or ``kr1`` (``tta-kr1-...``)."""
+    return run.split("-", 1)[0] if run.startswith(("kr3-", "te1-")) else "kr1"
 
 
 @dataclass
@@ -161,26 +189,38 @@ class Curve:
     seed: int = 0  # train.seed: initial weights, training and validation batches
     test: dict | None = None  # a finished run's score on the protocol's test set
     batch: int = PROTOCOL_BATCH  # tasks per step
+    table: str = "kr1"  # kr1, kr3 or te1
+
+    @property
+    def protocol(self) -> tuple[int, int]:
+        """The table's protocol: (steps, batch)."""
+        return PROTOCOLS[self.table]
 
     def protocol_steps(self, step: int) -> float:
-        """``step`` of this run in the protocol's steps (batches of 32): the same tasks seen."""
-        return step * self.batch / PROTOCOL_BATCH
+        """``step`` of this run in the protocol's steps (its batches): the same tasks seen."""
+        return step * self.batch / self.protocol[1]
 
     def step_text(self, step: int) -> str:
         """``step`` for a reader: with its batch size when that is not the protocol's."""
-        return f"{step:,}" + ("" if self.batch == PROTOCOL_BATCH else f" of {self.batch}")
+        return f"{step:,}" + ("" if self.batch == self.protocol[1] else f" of {self.batch}")
 
     @property
-    def goal(self) -> float:
-        """The paper's test NLL for this kernel and model."""
-        return TABLES["kr1"].paper[(self.kernel, self.model)]
+    def goal(self) -> float | None:
+        """The paper's test NLL for this table, kernel and model (TE-1: minus its LL at
+        Δ = 0); None where the paper has no such row (``te-tnp-rope`` is tnpx's own)."""
+        if self.table == "te1":
+            row = TE1_PAPER.get(self.model)
+            return None if row is None else -row[0]
+        return TABLES[self.table].paper[(self.kernel, self.model)]
 
     def test_nll(self) -> float | None:
         """The finished run's NLL on the protocol's test set, if scored."""
         return None if self.test is None else -self.test["ll"]
 
-    def reached(self, goal: float) -> int | None:
+    def reached(self, goal: float | None) -> int | None:
         """The index of the first point at or below ``goal``, or None."""
+        if goal is None:
+            return None
         return next((i for i, v in enumerate(self.nll) if v <= goal), None)
 
 
@@ -225,7 +265,8 @@ def curve(recipe: str, run: str, model: str, what: str, root: Path = FOLDER) -> 
             gflops.append(step * per_step)
             nll.append(-float(row["val_ll"]))
     cfg = load_config(config, overrides)
-    (kernel,) = cfg.data["kernels"]  # a KR-1 run trains on one kernel
+    kernels = list(cfg.data["kernels"])  # a KR run trains on one kernel, TE-1 on a mixture
+    kernel = kernels[0] if len(kernels) == 1 else "mixture"
     planned = int(cfg.train.steps)
     return Curve(
         recipe,
@@ -241,6 +282,7 @@ def curve(recipe: str, run: str, model: str, what: str, root: Path = FOLDER) -> 
         per_step,
         int(cfg.train.seed),
         batch=int(cfg.data["batch_size"]),
+        table=table_of(run),
     )
 
 
@@ -250,6 +292,9 @@ def score_finished(c: Curve, cells: Path, n_batches: int, root: Path = FOLDER) -
     curve alone says only where to look."""
     folder = root / c.run
     if not (folder / "model.pt").exists():
+        return
+    if c.table != "kr1":
+        c.test = scored_elsewhere(c)
         return
     from tnpx import load
 
@@ -262,11 +307,24 @@ def score_finished(c: Curve, cells: Path, n_batches: int, root: Path = FOLDER) -
     c.test = cached_evaluate(load(folder / "model.pt"), cfg, cell, needs=(TEST_SE,)).as_dict()
 
 
+def scored_elsewhere(c: Curve) -> dict | None:
+    """A KR-3 or TE-1 run's test cell as its table's command cached it (TE-1: at Δ = 0), or
+    None before that command has scored it."""
+    if c.table == "te1":
+        cells = FOLDER.parent / "results" / "te1" / "protocol-cells"
+        cell = te1_cell_path(cells, c.model, 0.0, TE1_TEST_BATCHES)
+    else:
+        cells = FOLDER.parent / "results" / f"{c.table}-exact" / "cells"
+        cell = cells / cell_name(c.run, 5000, c.table)
+    return json.loads(cell.read_text()) if cell.exists() else None
+
+
 def test_score(c: Curve) -> str:
     """``NLL ± s.e. (oracle NLL)`` on the test set, or a dash before the run is finished."""
     if c.test is None:
         return "—"
-    return f"{pm(-c.test['ll'], test_se(c.test))} ({-c.test['oracle_ll']:.3f})"
+    oracle = c.test.get("oracle_ll")
+    return pm(-c.test["ll"], test_se(c.test)) + ("" if oracle is None else f" ({-oracle:.3f})")
 
 
 def goal_verdict(c: Curve, step: int) -> str:
@@ -274,7 +332,7 @@ def goal_verdict(c: Curve, step: int) -> str:
     The validation curve only says where: the 32 validation batches are easier than the test
     set (the protocol runs score ~0.02 better there), so a finished run counts only by its test
     NLL."""
-    if c.protocol_steps(step) > PROTOCOL_STEPS // 4:
+    if c.protocol_steps(step) > c.protocol[0] // 4:
         return "no"
     test = c.test_nll()
     if test is None:
@@ -285,7 +343,7 @@ def goal_verdict(c: Curve, step: int) -> str:
 def table(curves: list[Curve]) -> list[str]:
     head = (
         "| recipe | what differs | seed | steps planned | paper NLL | reached at step "
-        "| core-hours | TFLOPs | ≤ 25,000 steps of 32? | best val NLL (step) "
+        "| core-hours | TFLOPs | within a quarter of the protocol's steps? | best val NLL (step) "
         "| test NLL ± s.e. (GP oracle) |"
     )
     rows = [head, "|" + " --- |" * 11]
@@ -295,14 +353,17 @@ def table(curves: list[Curve]) -> list[str]:
         best = min(range(len(c.nll)), key=c.nll.__getitem__)
         if i is None:
             at, hours, tflops, verdict = "not reached", "—", "—", "no"
-            if c.steps[-1] < c.steps_planned:
+            if goal is None:
+                at, verdict = "no paper row", "—"
+            elif c.steps[-1] < c.steps_planned:
                 verdict = f"not yet (run at {c.step_text(c.steps[-1])})"
         else:
             at, hours = c.step_text(c.steps[i]), f"{c.hours[i]:.2f}"
             tflops = f"{c.gflops[i] / 1e3:,.0f}"
             verdict = goal_verdict(c, c.steps[i])
         rows.append(
-            f"| {c.recipe} | {c.what} | {c.seed} | {c.step_text(c.steps_planned)} | {goal:.3f} "
+            f"| {c.recipe} | {c.what} | {c.seed} | {c.step_text(c.steps_planned)} "
+            f"| {'—' if goal is None else f'{goal:.3f}'} "
             f"| {at} | {hours} | {tflops} | {verdict} | {c.nll[best]:.3f} "
             f"({c.step_text(c.steps[best])}) "
             f"| {test_score(c)} |"
@@ -345,13 +406,18 @@ def paired_rows(curves: list[Curve]) -> list[str]:
 
 
 def plot(curves: list[Curve], path: Path) -> None:
-    """One row of panels per kernel, and the CNP apart (its NLL lives far above the TNPs'):
-    NLL against steps, core-hours and TFLOPs, the paper's NLL dashed."""
+    """One row of panels per table and kernel, and the CNP apart (its NLL lives far above the
+    TNPs'): NLL against steps, core-hours and TFLOPs, the paper's NLL dashed."""
     from tnpx.extras import pyplot
 
     plt = pyplot("the time-to-accuracy figure")
-    keys = [(kernel, cnp) for kernel in KERNEL_NAMES for cnp in (False, True)]
-    groups = [[c for c in curves if (c.kernel, c.model == "cnp") == k] for k in keys]
+    keys = [
+        (table, kernel, cnp)
+        for table in PROTOCOLS
+        for kernel in KERNEL_LABELS
+        for cnp in (False, True)
+    ]
+    groups = [[c for c in curves if (c.table, c.kernel, c.model == "cnp") == k] for k in keys]
     groups = [g for g in groups if g]
     fig, grid = plt.subplots(len(groups), 3, figsize=(15, 4 * len(groups)), squeeze=False)
     for axes, group in zip(grid, groups):
@@ -359,15 +425,17 @@ def plot(curves: list[Curve], path: Path) -> None:
             steps = [c.protocol_steps(s) for s in c.steps]
             for ax, xs in zip(axes, (steps, c.hours, [g / 1e3 for g in c.gflops])):
                 ax.plot(xs, c.nll, "o-", ms=3, label=c.recipe)
-        for goal in sorted({c.goal for c in group}):
+        for goal in sorted({c.goal for c in group if c.goal is not None}):
             for ax in axes:
                 ax.axhline(goal, ls="--", lw=0.8, color="k")
-        axes[0].axvline(PROTOCOL_STEPS // 4, ls=":", color="r", lw=0.8)
-        for ax, label in zip(axes, ("steps (batches of 32)", "core-hours", "TFLOPs")):
+        steps, batch = group[0].protocol
+        axes[0].axvline(steps // 4, ls=":", color="r", lw=0.8)
+        for ax, label in zip(axes, (f"steps (batches of {batch})", "core-hours", "TFLOPs")):
             ax.set_xlabel(label)
-        axes[0].set_ylabel(f"{KERNEL_NAMES[group[0].kernel]}: validation NLL (lower is better)")
+        where = f"{group[0].table.upper()[:2]}-{group[0].table[2:]}, "
+        axes[0].set_ylabel(f"{where}{KERNEL_LABELS[group[0].kernel]}: validation NLL")
         axes[0].legend(fontsize=7)
-    fig.suptitle("KR-1: time to the paper's NLL (dashed); dotted: a quarter of the protocol")
+    fig.suptitle("Time to the paper's NLL (dashed); dotted: a quarter of the protocol's steps")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
@@ -393,13 +461,19 @@ def main(argv: list[str] | None = None) -> int:
     ]
     text = "\n".join(
         [
-            "# Time to accuracy: KR-1, steps / core-hours / FLOPs to the paper's NLL",
+            "# Time to accuracy: KR-1, KR-3 and TE-1, steps / core-hours / FLOPs to the paper's "
+            "NLL",
             "",
             "**What**: held-out validation NLL per target point (lower is better; 32 fixed "
-            "batches of 32 tasks of the KR-1 protocol's data, split `val`) against training "
-            "steps, core-hours and FLOPs, per training recipe; the goal is the TNP-KR paper's "
-            "test NLL (Table 3). A recipe reaches it at its first logged validation point at "
-            "or below it (every 2,500 steps).",
+            "batches of 32 tasks of the KR-1 protocol's data, split `val`; KR-3 and TE-1: their "
+            "runs' own validation batches of the `val` split, TE-1 at Δ = 0) against training "
+            "steps, core-hours and FLOPs, per training recipe; the goal is the paper's test "
+            "NLL (TNP-KR Tables 3 and 5; TE Table 5 at Δ = 0, minus its LL). A recipe reaches "
+            "it at its first logged validation point at or below it. The KR-3 and TE-1 rows' "
+            "test column reads the cells their tables' commands cache (`python -m "
+            "experiments.paper_tables.kr_exact --table kr3`, `python -m "
+            "experiments.paper_tables.te1_protocol`: 320 batches of 16 at Δ = 0, s.e. over "
+            "batches) and stays empty until those have scored the finished run.",
             "",
             f"**Command**: `{command_line()}`, commit `{git_commit()}`. Runs: "
             "`python -m experiments.long_runs.driver advance --runs RUN --minutes M`.",
@@ -437,7 +511,12 @@ def reading(curves: list[Curve]) -> str:
     for c in curves:
         i = c.reached(c.goal)
         where = "did not reach" if i is None else f"reached at step {c.step_text(c.steps[i])}"
-        text = f"{c.recipe} {where} the paper's {KERNEL_NAMES[c.kernel]} {c.goal:.3f} on validation"
+        if c.goal is None:
+            parts.append(f"{c.recipe} has no paper row (best validation NLL {min(c.nll):.3f})")
+            continue
+        text = (
+            f"{c.recipe} {where} the paper's {KERNEL_LABELS[c.kernel]} {c.goal:.3f} on validation"
+        )
         test = c.test_nll()
         if test is not None:
             side = "at or below" if test <= c.goal else "above"

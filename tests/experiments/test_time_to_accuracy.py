@@ -163,3 +163,41 @@ def test_a_recipe_is_set_against_its_protocol_run_on_the_same_tasks(tmp_path):
     recipe.test["oracle_ll"] = 0.570
     with pytest.raises(ValueError, match="different test tasks"):
         tta.paired_rows([protocol, recipe])
+
+
+def test_te1_and_kr3_runs_are_held_to_their_own_tables(tmp_path):
+    """A TE-1 run's goal is minus the TE paper's LL at Δ = 0 and its protocol 500,000 steps of
+    16; a KR-3 run's the TNP-KR paper's Table 5 NLL; tnpx's own te-tnp-rope has no paper row."""
+    for run in ("te1-tnp", "kr3-tnp-d", "te1-te-tnp-rope"):
+        (tmp_path / run).mkdir()
+        (tmp_path / run / "metrics.csv").write_text(LOG.replace("0.40", "-0.50"))
+    te1 = tta.curve("TE-1 recipe (tnp)", "te1-tnp", "tnp", "x", root=tmp_path)
+    assert (te1.table, te1.kernel, te1.goal) == ("te1", "mixture", 0.48)
+    assert te1.protocol == (500_000, 16) and te1.reached(te1.goal) == 1  # NLL 0.50, then -0.47
+    kr3 = tta.curve("KR-3 recipe (tnp-d)", "kr3-tnp-d", "tnp-d", "x", root=tmp_path)
+    assert (kr3.table, kr3.kernel, kr3.goal) == ("kr3", "rbf", 0.484)
+    rope = tta.curve("TE-1 recipe (te-tnp-rope)", "te1-te-tnp-rope", "te-tnp-rope", "x", tmp_path)
+    assert rope.goal is None and rope.reached(rope.goal) is None
+    rows = tta.table([te1, kr3, rope])
+    assert "| no paper row |" in rows[4]
+    assert "has no paper row" in tta.reading([rope])
+
+
+def test_a_te1_run_reads_its_test_cell_from_the_te1_table(tmp_path, monkeypatch):
+    """A finished TE-1 run is not scored here: its Δ = 0 cell from te1_protocol is read if
+    cached, and the column stays empty otherwise."""
+    import json
+
+    (tmp_path / "long-runs" / "te1-tnp").mkdir(parents=True)
+    (tmp_path / "long-runs" / "te1-tnp" / "metrics.csv").write_text(LOG)
+    (tmp_path / "long-runs" / "te1-tnp" / "model.pt").write_bytes(b"")
+    monkeypatch.setattr(tta, "FOLDER", tmp_path / "long-runs")
+    c = tta.curve("TE-1 recipe (tnp)", "te1-tnp", "tnp", "x", root=tmp_path / "long-runs")
+    tta.score_finished(c, tmp_path / "cells", 5000, root=tmp_path / "long-runs")
+    assert c.test is None and tta.test_score(c) == "—"
+    cells = tmp_path / "results" / "te1" / "protocol-cells"
+    cells.mkdir(parents=True)
+    cell = {"ll": -0.463, "ll_se_batches": 0.014}
+    (cells / "tnp-shift0.0-test320.json").write_text(json.dumps(cell))
+    tta.score_finished(c, tmp_path / "cells", 5000, root=tmp_path / "long-runs")
+    assert tta.test_score(c) == "0.463 ± 0.014"
