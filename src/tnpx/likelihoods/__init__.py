@@ -29,7 +29,7 @@ from .options import (
     parse_likelihood,
     refuse_family,
 )
-from .scaling import SCALING_RULES, density_points, output_scaling, scaling_rule
+from .scaling import SCALING_RULES, density_points, is_continuous, output_scaling, scaling_rule
 from .scores import covered, crps, quantile, target_log_prob
 from .support import check_support
 
@@ -48,6 +48,7 @@ __all__ = [
     "density_points",
     "family_of",
     "gaussian_only",
+    "is_continuous",
     "likelihood_head",
     "likelihood_problem",
     "model_family",

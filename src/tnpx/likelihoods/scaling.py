@@ -63,6 +63,14 @@ def output_scaling(
     return np.zeros_like(mean), np.where(rms > 0, rms, 1.0)
 
 
+def is_continuous(likelihood: str | Mapping) -> bool:
+    """Whether every value's ``log_prob`` under ``likelihood`` is a density (no point mass):
+    only then may it be compared with a Gaussian's log-density."""
+    family, options = parse_likelihood(likelihood)
+    mass = family in DISCRETE or family == "bernoulli-gamma"
+    return not (mass or (family == "beta" and bool(options.get("spikes"))))
+
+
 def density_points(likelihood: str | Mapping, y: torch.Tensor) -> torch.Tensor:
     """Where ``log_prob`` at ``y [..., dim_y]`` (model units; zero stays zero) is a density,
     bool like ``y``: those values' log-density in the user's units is less ``log(scale)`` (the
