@@ -234,3 +234,17 @@ def test_training_on_a_rain_table_stores_the_familys_scaling(tmp_path):
     context = context.rename(columns={"day": "t", "y0": "value"})
     out = tnpx.predict(tmp_path / "run" / "model.pt", context, targets.rename(columns={"day": "t"}))
     assert (out.value_lower >= 0).all() and "value_p_dry" in out.columns
+
+
+def test_the_cli_says_a_count_models_outputs_follow_its_family(tmp_path, capsys):
+    path = tmp_path / "counts.pt"
+    tnpx.save(small_model("tnp", likelihood="poisson"), path)  # no stored normalisation
+    pd.DataFrame({"x": [0.0, 1.0, 2.0], "y": [4.0, 6.0, 5.0]}).to_csv(
+        tmp_path / "c.csv", index=False
+    )
+    pd.DataFrame({"x": [0.5]}).to_csv(tmp_path / "t.csv", index=False)
+    args = ["predict", str(path), "--context", str(tmp_path / "c.csv"), "--targets",
+            str(tmp_path / "t.csv"), "--domain", "-2", "2"]  # fmt: skip
+    assert main(args) == 0
+    err = capsys.readouterr().err
+    assert "outputs mapped by the poisson family's rule: y (loc 0, scale 1)" in err

@@ -193,6 +193,7 @@ def plan_prediction(
                 c: [float(family_map.loc[j]), float(family_map.scale[j])]
                 for j, c in enumerate(y_cols)
             }
+            record["output_family"] = model_family(net)  # loc, scale by its rule, not moments
     with np.errstate(over="ignore", invalid="ignore"):
         check_units(units, x_cols, y_cols, ctx.name)
         xc_model, yc_model = units.inputs(xc), units.outputs(yc)

@@ -140,7 +140,11 @@ def _print_scaling(record: dict) -> None:
         stats = ", ".join(
             f"{c} (mean {m:.4g}, std {s:.4g})" for c, (m, s) in record["output_mean_std"].items()
         )
-        if record.get("scaling") != "stored":
+        if record.get("output_family"):  # counts, 0/1, rain: (value - loc) / scale by its rule
+            maps = record["output_mean_std"].items()
+            stats = ", ".join(f"{c} (loc {m:.4g}, scale {s:.4g})" for c, (m, s) in maps)
+            parts.append(f"outputs mapped by the {record['output_family']} family's rule: {stats}")
+        elif record.get("scaling") != "stored":
             parts.append(f"outputs standardised by {stats}")
     print(f"tnpx predict: {'; '.join(parts) or 'no rescaling'}", file=sys.stderr)
 
