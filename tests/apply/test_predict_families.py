@@ -165,7 +165,9 @@ def test_a_gaussian_model_predicts_as_before_and_its_quantiles_are_normal(tmp_pa
     np.testing.assert_allclose(with_q["y0_q0.975"], plain.y0_upper, rtol=1e-12)  # the 95 % end
 
 
-@pytest.mark.parametrize("bad", [[0.0, 0.5], [1.0], [1.5], [-0.1], ["a"], [True], [0.5, 0.5]])
+@pytest.mark.parametrize(
+    "bad", [[0.0, 0.5], [1.0], [1.5], [-0.1], ["a"], "0.9", [True], [0.5, 0.5], [float("nan")]]
+)
 def test_bad_quantiles_are_refused_in_one_line(bad):
     model = small_model("tnp", likelihood="poisson")
     context = pd.DataFrame({"x": [0.0, 1.0, 2.0], "y": [1.0, 0.0, 3.0]})
@@ -183,6 +185,13 @@ def test_a_count_models_context_maps_leave_counts_alone():
     context["y"] = [0.0, 3.0, 4.0]
     out = tnpx.predict(rain, context, pd.DataFrame({"x": [0.5]}), domain=(-2, 2))
     assert out.attrs["tnpx"]["output_mean_std"]["y"] == [0.0, pytest.approx(np.sqrt(25 / 3))]
+
+
+def test_a_single_quantile_may_be_a_number():
+    model = small_model("tnp", likelihood="poisson")
+    context = pd.DataFrame({"x": [0.0, 1.0, 2.0], "y": [1.0, 0.0, 3.0]})
+    out = tnpx.predict(model, context, pd.DataFrame({"x": [0.5]}), quantiles=0.9, domain=(-2, 2))
+    assert list(out.columns)[-2:] == ["y_q0.9", "y_p_zero"]
 
 
 def test_npregressor_predicts_a_count_models_mean():

@@ -43,7 +43,8 @@ def check_quantiles(quantiles) -> tuple[float, ...]:
     twice, else a ``ValueError`` of one line."""
     if quantiles is None:
         return ()
-    values = [quantiles] if isinstance(quantiles, (int, float)) else list(quantiles)
+    single = isinstance(quantiles, (int, float, str, bytes))  # "0.9" is no list of numbers
+    values = [quantiles] if single else list(quantiles)
     for q in values:
         ok = isinstance(q, (int, float, np.floating)) and not isinstance(q, bool)
         if not ok or not 0 < float(q) < 1:
