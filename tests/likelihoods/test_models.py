@@ -1,7 +1,7 @@
 """Every model whose head comes from ``likelihood_head`` takes every family; the models whose
 prediction is built of Gaussians (latent and bootstrap mixtures, TNP-ND's joint Gaussian,
 inc-tnp's causal buffer) refuse any other in one line, and so do the paths that handle Gaussian
-predictions only (``tnpx.predict``, the BoTorch adapter, chunked decoding)."""
+predictions only (the BoTorch adapter, chunked decoding); ``tnpx.predict`` takes every family."""
 
 from __future__ import annotations
 
@@ -68,25 +68,14 @@ def test_gp_baselines_do_not_take_a_likelihood():
                 tnpx.build_model(name, likelihood="poisson")
 
 
-def test_predict_refuses_a_non_gaussian_model_in_one_line():
+def test_predict_takes_a_non_gaussian_model():
+    # (tests/apply/test_predict_families.py tests the columns of every family)
     import pandas as pd
 
-    model = small_model("tnp", likelihood="poisson")
-    context = pd.DataFrame({"x": [0.0, 1.0, 2.0], "y": [1.0, 0.0, 3.0]})
-    with pytest.raises(ValueError, match="tnpx.predict does not take a 'poisson' likelihood yet"):
-        tnpx.predict(model, context, pd.DataFrame({"x": [0.5]}), x_cols=["x"], y_cols=["y"])
-
-
-def test_npregressor_refuses_a_non_gaussian_model():
-    pytest.importorskip("sklearn")
-    import numpy as np
-
-    from tnpx.apply.estimator import NPRegressor
-
     model = small_model("tnp", likelihood={"name": "student-t"})
-    reg = NPRegressor(model).fit(np.linspace(0, 1, 5)[:, None], np.arange(5.0))
-    with pytest.raises(ValueError, match="does not take a 'student-t' likelihood yet"):
-        reg.predict(np.array([[0.5]]))
+    context = pd.DataFrame({"x": [0.0, 1.0, 2.0], "y": [1.0, 0.0, 3.0]})
+    out = tnpx.predict(model, context, pd.DataFrame({"x": [0.5]}), domain=(-2, 2))
+    assert list(out.columns) == ["x", "y_mean", "y_std", "y_lower", "y_upper"]
 
 
 def test_botorch_adapter_refuses_a_non_gaussian_model():

@@ -1,5 +1,7 @@
 """Using a trained model on a user's data: :func:`tnpx.predict` (:mod:`tnpx.apply.predict`,
 its steps in :mod:`~tnpx.apply.predict_steps` and checks in :mod:`~tnpx.apply.predict_checks`,
+a Gaussian model's numbers in :mod:`~tnpx.apply.predict_values`, every other likelihood
+family's columns in :mod:`~tnpx.apply.family_columns`,
 its unit maps chosen in :mod:`~tnpx.apply.unit_choice`, long target files a chunk at a time in
 :mod:`~tnpx.apply.table_chunks`), joint samples (:func:`tnpx.sample`,
 :mod:`tnpx.apply.sample`), observations over time (:class:`tnpx.ContextStream`,

@@ -213,9 +213,10 @@ class NPRegressor(RegressorMixin, BaseEstimator):
         return (mean, self._shaped(frame, y_cols, "std")) if return_std else mean
 
     def predict_interval(self, X) -> tuple[np.ndarray, np.ndarray]:
-        """``(lower, upper)``: the central ``level`` interval of the Gaussian with the
-        predictive mean and std at ``X [n_samples, n_features]``, shaped as :meth:`predict`'s
-        mean (for latent NPs the moment-matched Gaussian, as in :func:`tnpx.predict`)."""
+        """``(lower, upper)``: the central ``level`` interval at ``X [n_samples,
+        n_features]``, shaped as :meth:`predict`'s mean: the Gaussian's with the predictive
+        mean and std (for latent NPs the moment-matched Gaussian), or for a model of another
+        likelihood family the interval between its quantiles, as in :func:`tnpx.predict`."""
         frame, y_cols = self._predict_frame(X)
         return self._shaped(frame, y_cols, "lower"), self._shaped(frame, y_cols, "upper")
 

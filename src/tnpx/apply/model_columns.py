@@ -33,10 +33,10 @@ class Columns:
     x_shown: list
     y_shown: list
 
-    def result_order(self) -> list:
-        """The result's columns: the inputs, then ``<y>_mean`` ... ``<y>_upper`` per output,
-        in the user's order."""
-        return [*self.x_shown, *(f"{y}_{s}" for y in self.y_shown for s in STATS)]
+    def result_order(self, stats: tuple = STATS) -> list:
+        """The result's columns: the inputs, then ``<y>_<stat>`` per output and ``stats``
+        (``mean`` ... ``upper``, then any quantiles and family columns), in the user's order."""
+        return [*self.x_shown, *(f"{y}_{s}" for y in self.y_shown for s in stats)]
 
 
 def model_columns(

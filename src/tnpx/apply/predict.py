@@ -83,13 +83,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from ..user_files import DataError, read_table  # noqa: F401 (part of this module's API)
-from .predict_steps import (  # noqa: F401 (can_stream ... prediction_frame: this module's API)
-    DEFAULT_DOMAIN,
-    Options,
+from .predict_steps import DEFAULT_DOMAIN, Options, stream_prediction  # noqa: F401 (API)
+from .predict_values import (  # noqa: F401 (can_stream ... prediction_frame: this module's API)
     can_stream,
     predict_arrays,
     prediction_frame,
-    stream_prediction,
 )
 from .training_range import TrainingRange, read_training_range
 from .unit_choice import ExtrapolationLimits
@@ -220,6 +218,7 @@ def predict(
     drop_missing: bool = False,
     allow_extrapolation: bool = False,
     scaling: str = "auto",
+    quantiles=None,
 ) -> pd.DataFrame:
     """Predict the outputs at ``targets`` given ``context``, in the user's units.
 
@@ -258,14 +257,19 @@ def predict(
         scaling: ``"auto"``: a checkpoint trained on your data maps with the normalisation it
             stores, any other model with maps fitted to the context (module docstring);
             ``"context"``: the context's maps always; ``"stored"``: the stored one, or fail.
+        quantiles: probabilities strictly inside (0, 1), e.g. ``[0.1, 0.5, 0.9]``: a column
+            ``<y>_q<p>`` (``rain_q0.9``) per output and probability, the predictive quantile.
 
     Returns:
         A DataFrame, one row per target in order (index of ``targets``): the input columns,
         then ``<y>_mean``, ``<y>_std``, ``<y>_lower``, ``<y>_upper`` per output column, in
         the user's order (``x_cols`` / ``y_cols``, else the tables'; a date given for a time
-        input comes back in the model's unit, hours since 1970-01-01). The
-        interval is that of the Gaussian with the predicted mean and std (for latent NPs,
-        whose marginal is a mixture, the moment-matched Gaussian). ``attrs["tnpx"]`` records
+        input comes back in the model's unit, hours since 1970-01-01), then any quantile
+        columns, then a family's own (``<y>_p_dry``, ``<y>_p_zero``). For a Gaussian model
+        the interval is that of the Gaussian with the predicted mean and std (for latent NPs,
+        whose marginal is a mixture, the moment-matched Gaussian); for another likelihood
+        family it lies between the family's quantiles, inside its support, and a Bernoulli's
+        ``<y>_mean`` is ``P(y = 1)`` (:mod:`tnpx.apply.family_columns`). ``attrs["tnpx"]`` records
         the input ranges, domain and output ``(mean, std)`` used. Every value is finite.
         The DataFrame holds the whole result (and the targets are read whole): for target
         files too long for memory, ``tnpx predict --out`` reads, predicts and writes them a
@@ -290,7 +294,7 @@ def predict(
     options = Options(
         x_cols, y_cols, scale_inputs, standardise_outputs, input_scale, output_scale, domain,
         level, chunk_size, drop_missing, allow_extrapolation, extrapolation_limits(model),
-        scaling, resolved.stored, resolved.units, resolved.trained,
+        scaling, resolved.stored, resolved.units, resolved.trained, quantiles,
     )  # fmt: skip
     net, recorded, why = resolved[:3]
     plan, blocks = stream_prediction(net, recorded, why, context, targets, options, rows=None)

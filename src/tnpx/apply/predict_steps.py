@@ -15,20 +15,29 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
-from statistics import NormalDist
 from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 
-from ..likelihoods import refuse_family
+from ..likelihoods import model_family
 from ..units import UnitMap
 from ..user_files import read_table, warn_user
 from ..user_table import Dropped, UserTable
 from .coordinate_units import in_model_units, units_of
+from .family_columns import (
+    add_normal_quantiles,
+    check_quantiles,
+    family_arrays,
+    family_frame,
+    interval_probs,
+    result_stats,
+    support_output_map,
+)
 from .model_columns import model_columns
 from .predict_checks import check_finite_result, check_model_range, check_units, no_targets
 from .predict_missing import masked_outputs, read_context
+from .predict_values import can_stream, predict_arrays, prediction_frame
 from .table_chunks import Reads, open_chunked, read_chunks
 from .training_range import OutsideTraining, TrainingRange
 from .unit_choice import ExtrapolationLimits, FarTargets, fit_units, needs_targets
@@ -62,8 +71,10 @@ class Options:
     stored: tuple | None = None  # the checkpoint's (UnitMap, x_columns, y_columns) (resolve)
     units: dict | None = None  # the checkpoint's {input column: unit} (coordinate_units)
     trained: TrainingRange | None = None  # where it was trained (checked with stored maps)
+    quantiles: tuple = ()  # a column <y>_q<p> per p (tnpx.apply.family_columns)
 
     def __post_init__(self):
+        object.__setattr__(self, "quantiles", check_quantiles(self.quantiles))
         if self.scaling not in SCALINGS:
             raise ValueError(f"scaling must be one of {', '.join(SCALINGS)}, got {self.scaling!r}")
         if not 0 < self.level < 1:
@@ -96,69 +107,6 @@ class Plan:
     def dtype(self) -> torch.dtype:
         """The dtype the model computes in (its inputs are cast to it)."""
         return self.net.dtype or torch.get_default_dtype()
-
-
-# -- the model call ----------------------------------------------------------------------------
-def can_stream(model: NeuralProcess) -> bool:
-    """Whether ``model.predict_streamed`` applies: not where targets interact (TNP-ND), not
-    for latent and bootstrapping NPs (chunks would draw different latents)."""
-    return model.streamable()
-
-
-def predict_arrays(
-    model: NeuralProcess,
-    xc: np.ndarray,
-    yc: np.ndarray,
-    xt: np.ndarray,
-    chunk_size: int = 16384,
-    observed: np.ndarray | None = None,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Predictive mean and std ``[n_tgt, dim_y]`` (float64) of one task in the model's units:
-    ``xc [n_ctx, dim_x]``, ``yc [n_ctx, dim_y]``, ``xt [n_tgt, dim_x]``; ``observed [n_ctx,
-    dim_y]`` (bool, or None: all observed) is the model's ``mask_yc``.
-
-    Targets are decoded ``chunk_size`` at a time (``predict_streamed``), so memory is bounded
-    by a chunk. Models that cannot stream (:func:`can_stream`: TNP-ND, latent and
-    bootstrapping NPs) are called once on all targets; for latent NPs the mean and std are the
-    mixture's moments.
-    """
-    dtype = model.dtype or torch.get_default_dtype()
-    device = model.device or torch.device("cpu")
-
-    def tensor(a: np.ndarray) -> torch.Tensor:
-        return torch.as_tensor(a, dtype=dtype, device=device).unsqueeze(0)
-
-    # mask_yc only where an output is missing: every other call is the one it always was
-    masked = {} if observed is None else {"mask_yc": torch.as_tensor(observed, device=device)[None]}
-    was_training = model.training
-    model.eval()
-    try:
-        with torch.no_grad():
-            if can_stream(model):
-                pred = model.predict_streamed(
-                    tensor(xc), tensor(yc), tensor(xt), None, chunk_size, **masked
-                )
-            else:
-                pred = model(tensor(xc), tensor(yc), tensor(xt), **masked)
-            mean, std = pred.mean[0], pred.stddev[0]
-    finally:
-        model.train(was_training)
-    return mean.double().cpu().numpy(), std.double().cpu().numpy()
-
-
-def prediction_frame(
-    inputs: pd.DataFrame, y_cols: list, mean: np.ndarray, std: np.ndarray, level: float
-) -> pd.DataFrame:
-    """The target inputs, then per output ``<y>_mean``, ``<y>_std``, ``<y>_lower``,
-    ``<y>_upper``: the central ``level`` interval of the Gaussian ``N(mean, std^2)``."""
-    z = NormalDist().inv_cdf(0.5 + level / 2)
-    frame = inputs.copy()
-    for j, col in enumerate(y_cols):
-        frame[f"{col}_mean"] = mean[:, j]
-        frame[f"{col}_std"] = std[:, j]
-        frame[f"{col}_lower"] = mean[:, j] - z * std[:, j]
-        frame[f"{col}_upper"] = mean[:, j] + z * std[:, j]
-    return frame
 
 
 # -- the steps ---------------------------------------------------------------------------------
@@ -210,7 +158,6 @@ def plan_prediction(
     predict_missing.read_context`) and check it: ``recorded`` is the model's training domain
     (``why`` it is unknown where None); ``target_extremes()`` gives the targets' extreme rows
     ``[k, dim_x]``, called only where the map needs them."""
-    refuse_family(net, "tnpx.predict")  # mean, std and a Gaussian interval: item 3 extends it
     o = options
     ctx, x_cols, y_cols, observed = context.source, context.x_cols, context.y_cols, context.observed
     dropped = Dropped(ctx.name)
@@ -239,6 +186,14 @@ def plan_prediction(
                 xc, yc, xt, x_cols, y_cols, box, o.input_scale, o.standardise_outputs,
                 o.output_scale,
             )  # fmt: skip
+        family_map = support_output_map(net, yc)  # counts, 0/1, rain: not standardised
+        if family_map is not None and o.standardise_outputs and o.output_scale is None:
+            units = UnitMap(units.x, family_map)
+            record["output_mean_std"] = {
+                c: [float(family_map.loc[j]), float(family_map.scale[j])]
+                for j, c in enumerate(y_cols)
+            }
+            record["output_family"] = model_family(net)  # loc, scale by its rule, not moments
     with np.errstate(over="ignore", invalid="ignore"):
         check_units(units, x_cols, y_cols, ctx.name)
         xc_model, yc_model = units.inputs(xc), units.outputs(yc)
@@ -268,14 +223,24 @@ def predict_block(plan: Plan, targets: UserTable) -> pd.DataFrame:
     with np.errstate(over="ignore", invalid="ignore"):  # overflow is checked for, and named
         xt_model = plan.units.inputs(xt)
         check_model_range(table, positions, xt, xt_model, plan.x_cols, plan.dtype)
-        masked = {} if plan.observed is None else {"observed": plan.observed}
-        mean, std = predict_arrays(
-            plan.net, plan.xc, plan.yc, xt_model, plan.options.chunk_size, **masked
-        )
-        mean, std = plan.units.mean_to_user(mean), plan.units.std_to_user(std)
-        frame = prediction_frame(targets.inputs(), plan.y_cols, mean, std, plan.options.level)
+        frame = _result_rows(plan, targets.inputs(), xt_model)
     check_finite_result(table, positions, frame, len(plan.x_cols))
     return frame if plan.shown is None else frame[plan.shown]
+
+
+def _result_rows(plan: Plan, inputs: pd.DataFrame, xt_model: np.ndarray) -> pd.DataFrame:
+    """The result columns at targets ``xt_model [n, dim_x]`` (model units) in the user's: a
+    Gaussian model's mean, std and Gaussian interval as always (and its quantiles), another
+    family's columns by its distribution (:mod:`tnpx.apply.family_columns`)."""
+    o, masked = plan.options, {} if plan.observed is None else {"observed": plan.observed}
+    if model_family(plan.net) == "gaussian":
+        mean, std = predict_arrays(plan.net, plan.xc, plan.yc, xt_model, o.chunk_size, **masked)
+        mean, std = plan.units.mean_to_user(mean), plan.units.std_to_user(std)
+        frame = prediction_frame(inputs, plan.y_cols, mean, std, o.level)
+        return add_normal_quantiles(frame, plan.y_cols, mean, std, o.quantiles)
+    probs = (*interval_probs(o.level), *o.quantiles)
+    arrays = family_arrays(plan.net, plan.xc, plan.yc, xt_model, probs, o.chunk_size, **masked)
+    return family_frame(inputs, plan.y_cols, arrays, plan.units.y, plan.net, o.quantiles)
 
 
 def stream_prediction(
@@ -308,7 +273,7 @@ def stream_prediction(
         return target_extremes(reads, options.drop_missing, head.name)
 
     plan = plan_prediction(net, recorded, why, context, extremes, options)
-    plan.shown = columns.result_order()
+    plan.shown = columns.result_order(result_stats(net, options.quantiles))
     return plan, _blocks(plan, reads, head.name)
 
 

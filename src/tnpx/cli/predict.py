@@ -52,7 +52,7 @@ def _predict_and_write(args) -> int:
         args.x_cols, args.y_cols, not args.no_scale_inputs, not args.no_standardise,
         args.input_range, args.output_scale, args.domain, args.level, args.chunk_size,
         args.drop_missing, args.allow_extrapolation, extrapolation_limits(args.model),
-        args.scaling, resolved.stored, resolved.units, resolved.trained,
+        args.scaling, resolved.stored, resolved.units, resolved.trained, args.quantiles,
     )  # fmt: skip
     plan, blocks = stream_prediction(
         net, recorded, why, args.context, args.targets, options, rows=args.chunk_size
@@ -140,7 +140,11 @@ def _print_scaling(record: dict) -> None:
         stats = ", ".join(
             f"{c} (mean {m:.4g}, std {s:.4g})" for c, (m, s) in record["output_mean_std"].items()
         )
-        if record.get("scaling") != "stored":
+        if record.get("output_family"):  # counts, 0/1, rain: (value - loc) / scale by its rule
+            maps = record["output_mean_std"].items()
+            stats = ", ".join(f"{c} (loc {m:.4g}, scale {s:.4g})" for c, (m, s) in maps)
+            parts.append(f"outputs mapped by the {record['output_family']} family's rule: {stats}")
+        elif record.get("scaling") != "stored":
             parts.append(f"outputs standardised by {stats}")
     print(f"tnpx predict: {'; '.join(parts) or 'no rescaling'}", file=sys.stderr)
 
@@ -195,7 +199,10 @@ def add_predict(sub) -> None:
         "inputs are mapped per column from the context's range onto the model's training "
         "domain and its outputs standardised by the context's mean and std. Predictions are "
         "mapped back to your units. Writes the target inputs and, per output Y, Y_mean, Y_std, "
-        "Y_lower, Y_upper (CSV, to stdout without --out), in your columns' order.",
+        "Y_lower, Y_upper (CSV, to stdout without --out), in your columns' order; with "
+        "--quantiles, Y_q0.1 ... too, and for a model of a family with a point mass at zero "
+        "Y_p_dry (bernoulli-gamma) or Y_p_zero (counts). The interval of a non-Gaussian model "
+        "lies between its family's quantiles (no negative rain).",
     )
     add_model_argument(p)
     p.add_argument("--context", required=True, metavar="FILE", help="observed points (CSV)")
@@ -216,6 +223,14 @@ def add_predict(sub) -> None:
     add_x_cols(p)
     p.add_argument("--y-cols", nargs="+", metavar="COL", help="output columns")
     p.add_argument("--level", type=float, default=0.95, help="interval probability (0.95)")
+    p.add_argument(
+        "--quantiles",
+        nargs="+",
+        type=float,
+        metavar="P",
+        help="add a column Y_qP per output for each probability P in (0, 1) "
+        "(e.g. --quantiles 0.1 0.5 0.9)",
+    )
     p.add_argument(
         "--no-scale-inputs", action="store_true", help="give the model the inputs unchanged"
     )

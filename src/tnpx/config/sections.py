@@ -133,6 +133,31 @@ class ExperimentConfig:
         return {k: v for k, v in self.model.items() if k not in ("name", "dim_x", "dim_y")}
 
     def data_options(self, test: bool = False) -> dict:
-        """Sampler options (the data section minus name/batch_size), with eval overrides."""
+        """Sampler options (the data section minus name/batch_size), with eval overrides; a
+        non-Gaussian ``model.likelihood`` is passed on as the option ``likelihood`` to a
+        source that takes it (table, grid, stations: scaling and checks by the family)."""
         opts = {k: v for k, v in self.data.items() if k not in ("name", "batch_size")}
-        return {**opts, **self.eval.data} if test else opts
+        opts = {**opts, **self.eval.data} if test else opts
+        return with_model_likelihood(self.data["name"], opts, self.model.get("likelihood"))
+
+
+def with_model_likelihood(name: str, opts: dict, likelihood) -> dict:
+    """``opts`` with ``likelihood`` where it names a family other than ``gaussian`` and the
+    sampler ``name`` takes the option (a gaussian model's options stay exactly as written).
+
+    Raises:
+        ValueError: the data section sets another ``likelihood`` than the model's (one line).
+    """
+    from ..data import sampler_options
+    from ..likelihoods import family_of
+
+    if likelihood is None or family_of(likelihood) == "gaussian":
+        return opts
+    if "likelihood" not in sampler_options(name):
+        return opts
+    if opts.get("likelihood", likelihood) != likelihood:
+        raise ValueError(
+            f"data.likelihood = {opts['likelihood']!r} but model.likelihood = {likelihood!r}: "
+            "the data source takes the model's; remove data.likelihood"
+        )
+    return {**opts, "likelihood": likelihood}

@@ -3,10 +3,15 @@
 A model trained on a user's data (a ``table`` source, say) computes in the units its data
 source normalised to (``value_model = (value - loc) / scale``, fitted on the training tasks).
 :func:`evaluate_tasks` scores it on the source's test tasks in the data's own units: the LL per
-target point shifts by ``-sum(log scale_y)``, the RMSE scales by ``scale_y`` per output, the
-95 % coverage does not move. Beside it, on the same tasks: a GP fitted to each task's context
+target point shifts by ``-sum(log scale_y)`` (over the outputs whose LL is a density: not a
+count's or a 0/1 outcome's probability, nor a dry day's), the RMSE and the CRPS scale by
+``scale_y`` per output, the 95 % coverage (between the family's quantiles for a non-Gaussian
+model) does not move. Beside it, on the same tasks: a GP fitted to each task's context
 alone (the ``gp`` model, the ``gp`` extra) and the context's mean and std (``context-moments``),
 with the model's LL less each baseline's paired over tasks (positive: the model is better).
+The baselines predict Gaussians: for a model whose LL is partly a probability (``poisson``,
+``negative-binomial``, ``bernoulli``, ``bernoulli-gamma``, ``beta`` with spikes) that difference
+means nothing and is not given; the CRPS, a score of any distribution, compares them.
 
 Each standard error comes twice: over tasks (every task independent), and over the split's
 clusters (:mod:`tnpx.evaluation.clusters`: the test windows of one month, the draws of one test
@@ -30,6 +35,8 @@ import torch
 from ..batch import observed_mean, output_means
 from ..data import TaskSampler, batch_at
 from ..likelihoods import covered as in_interval
+from ..likelihoods import crps as crps_of
+from ..likelihoods import density_points, is_continuous
 from ..models import NeuralProcess, build_model
 from .clusters import cluster_rule, clustered_se
 from .coverage_flags import coverage_by_context
@@ -61,6 +68,12 @@ class TaskMetrics:
     n_clusters: int = 0
     cluster_unit: str = ""
     coverage_by_ctx: list[dict] = field(default_factory=list)
+    # per output: CRPS in the data's units (lower is better) and its s.e. over tasks
+    crps: list[float] = field(default_factory=list)
+    crps_se: list[float] = field(default_factory=list)
+    # False: the model's LL is partly a probability (counts, 0/1, dry days), which no
+    # Gaussian baseline's log-density compares with: ``vs`` is left empty (compare CRPS)
+    ll_is_density: bool = True
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -85,7 +98,8 @@ def per_task(model: NeuralProcess, sampler: TaskSampler, n_batches: int) -> dict
     cluster name, :func:`~tnpx.evaluation.clusters.cluster_rule`)."""
     model = model.eval()
     out: dict[str, list] = {"ll": [], "mse": [], "covered": [], "outputs": [], "n_ctx": []}
-    labels, rule = [], cluster_rule(sampler)
+    out["crps"] = []
+    labels, rule, likelihood = [], cluster_rule(sampler), likelihood_of(model)
     for i in range(n_batches):
         batch = batch_at(sampler, i, split="test")
         labels += rule.labels(batch, i)
@@ -98,18 +112,35 @@ def per_task(model: NeuralProcess, sampler: TaskSampler, n_batches: int) -> dict
         out["mse"].append(output_means(err**2, mask, mask_y))
         inside = in_interval(pred, batch.yt, Z95).float()  # Gaussian: |err| <= z std, as before
         out["covered"].append(observed_mean(inside, mask, mask_y))
-        out["outputs"].append(_outputs_per_target(mask, mask_y, err))
+        density = density_points(likelihood, batch.yt)  # where the LL is a density (its shift)
+        out["outputs"].append(_outputs_per_target(mask, mask_y, err, density))
+        with torch.random.fork_rng(devices=[]):  # a sampled CRPS: the same draws every run
+            torch.manual_seed(0)
+            out["crps"].append(output_means(crps_of(pred, batch.yt).double(), mask, mask_y))
     scores = {k: torch.cat(v).double().numpy() for k, v in out.items()}
     return {**scores, "cluster": np.asarray(labels)}
 
 
-def _outputs_per_target(mask_t, mask_yt, err: torch.Tensor) -> torch.Tensor:
+def likelihood_of(model: NeuralProcess) -> str | dict:
+    """The model's ``likelihood`` option (the Gaussian default for a model without one)."""
+    return getattr(getattr(model, "hyper", None), "likelihood", "heteroscedastic")
+
+
+def _outputs_per_target(
+    mask_t, mask_yt, err: torch.Tensor, density: torch.Tensor | None = None
+) -> torch.Tensor:
     """``[tasks, dim_y]``: per task, the share of its scored targets (real, some output
-    observed) at which each output is observed; ones where nothing is missing."""
-    if mask_yt is None:
+    observed) at which each output is observed (and its log-likelihood a density, where
+    ``density [tasks, n_tgt, dim_y]`` says where: not a count's probability, nor a dry day's);
+    ones where nothing is missing and every value is a density."""
+    if density is not None and bool(density.all()):
+        density = None  # a continuous family: exactly as before the families came
+    if mask_yt is None and density is None:
         return torch.ones(err.shape[0], err.shape[-1], dtype=err.dtype)
-    scored = mask_yt.any(-1) if mask_t is None else mask_t & mask_yt.any(-1)
-    seen = (mask_yt & scored[..., None]).sum(1).to(err.dtype)
+    observed = torch.ones_like(err, dtype=torch.bool) if mask_yt is None else mask_yt
+    scored = observed.any(-1) if mask_t is None else mask_t & observed.any(-1)
+    counted = observed & scored[..., None]
+    seen = (counted if density is None else counted & density).sum(1).to(err.dtype)
     return seen / scored.sum(1, keepdim=True).to(err.dtype)
 
 
@@ -122,6 +153,8 @@ def summarise(
     rmse = np.sqrt(scores["mse"]) * scale_y  # [tasks, dim_y]; NaN: no target observes it
     ll_mean, ll_se = mean_se(torch.as_tensor(ll))
     pairs = [mean_se(torch.as_tensor(r[~np.isnan(r)])) for r in rmse.T]
+    # the CRPS moves with the outputs' map: CRPS(scale X + loc, scale y + loc) = scale CRPS
+    scored = [mean_se(torch.as_tensor(c[~np.isnan(c)])) for c in (scores["crps"] * scale_y).T]
     row = TaskMetrics(
         model=name,
         n_tasks=len(ll),
@@ -130,6 +163,8 @@ def summarise(
         rmse=[m for m, _ in pairs],
         rmse_se=[s for _, s in pairs],
         coverage95=float(scores["covered"].mean()),
+        crps=[m for m, _ in scored],
+        crps_se=[s for _, s in scored],
     )
     if "n_ctx" in scores:
         bins = coverage_by_context(scores["covered"], scores["n_ctx"])
@@ -149,14 +184,18 @@ def evaluate_tasks(
     baselines: tuple[str, ...] = BASELINES,
 ) -> list[TaskMetrics]:
     """``model`` and each baseline on the same test tasks, in the data's units (module
-    docstring); the model's row first, its ``vs`` holding the paired LL differences."""
+    docstring); the model's row first, its ``vs`` holding the paired LL differences (none
+    for a model whose LL is partly a probability: :attr:`TaskMetrics.ll_is_density`)."""
     scale_y = output_scale(sampler, model.dim_y)
     unit = cluster_rule(sampler).unit
     ours = per_task(model, sampler, n_batches)
     rows = [summarise(model.name, ours, scale_y, unit)]
+    rows[0].ll_is_density = is_continuous(likelihood_of(model))
     for name in baselines:
         base = per_task(build_model(name, model.dim_x, model.dim_y), sampler, n_batches)
         rows.append(summarise(name, base, scale_y, unit))
+        if not rows[0].ll_is_density:  # a probability against a density: no comparison
+            continue
         rows[0].vs[name] = mean_se(torch.as_tensor(ours["ll"] - base["ll"]))
         rows[0].vs_se_clustered[name] = clustered_se(ours["ll"] - base["ll"], ours["cluster"])[1]
     return rows
@@ -170,9 +209,9 @@ def format_task_table(rows: list[TaskMetrics]) -> str:
     both = first.n_clusters > 0
     se_head = " ± s.e. tasks / clusters" if both else " ± s.e."
     lines = [
-        f"| model | tasks | LL (data units){se_head} | RMSE{se_head} | 95% coverage | "
-        f"model LL − this{se_head} |",
-        "| --- | ---: | --- | --- | ---: | --- |",
+        f"| model | tasks | LL (data units){se_head} | RMSE{se_head} | CRPS ± s.e. | "
+        f"95% coverage | model LL − this{se_head} |",
+        "| --- | ---: | --- | --- | --- | ---: | --- |",
     ]
     for r in rows:
         # an output no target observes (a grid variable beside stations) has no RMSE: "—"
@@ -186,8 +225,21 @@ def format_task_table(rows: list[TaskMetrics]) -> str:
         if diff is not None:
             vs = f"{diff[0]:+.3f} ± {_se(diff[1], first.vs_se_clustered.get(r.model))}"
         ll = f"{r.ll:.3f} ± {_se(r.ll_se, r.ll_se_clustered if r.n_clusters else None)}"
-        lines.append(f"| {r.model} | {r.n_tasks} | {ll} | {rmse} | {r.coverage95:.3f} | {vs} |")
-    return "\n".join([*lines, "", se_assumptions(first)])
+        crps = ", ".join(
+            "—" if math.isnan(m) else f"{m:.4g} ± {s:.2g}" for m, s in zip(r.crps, r.crps_se)
+        )  # none in scores stored before the CRPS was
+        row = f"| {r.model} | {r.n_tasks} | {ll} | {rmse} | {crps or '—'} | {r.coverage95:.3f} |"
+        lines.append(f"{row} {vs} |")
+    notes = [] if first.ll_is_density or len(rows) < 2 else [no_ll_comparison(first)]
+    return "\n".join([*lines, "", se_assumptions(first), *notes])
+
+
+def no_ll_comparison(row: TaskMetrics) -> str:
+    """Why ``row`` (a model whose LL is partly a probability) has no LL difference."""
+    return (
+        f"{row.model}'s LL is a probability at counts, 0/1 outcomes or dry days, the "
+        "baselines' a Gaussian density: they do not compare (—); compare the CRPS."
+    )
 
 
 def _se(tasks: float, clusters: float | None, spec: str = ".3f") -> str:

@@ -8,7 +8,9 @@ is an ``nn.Module`` with ``n_params`` (decoder outputs per target) and ``family`
 ``forward(raw [b, n_tgt, n_params])`` returns a ``torch.distributions.Distribution`` with batch
 shape ``[b, n_tgt, dim_y]`` (``lowrank-gaussian``: ``[b, n_tgt]``, event ``[dim_y]``), with
 ``log_prob``, ``mean``, ``variance``, ``sample``, ``quantile`` and ``crps``
-(:func:`.scores.crps` and :func:`.scores.quantile` also take torch's ``Normal``).
+(:func:`.scores.crps` and :func:`.scores.quantile` also take torch's ``Normal``). How each
+family's outputs are scaled from the user's units (loc 0 for amounts, nothing for counts,
+0/1 and fractions): :mod:`.scaling`.
 
 A primitive: it imports no room of tnpx (tests/boundary/test_layers.py).
 """
@@ -27,6 +29,7 @@ from .options import (
     parse_likelihood,
     refuse_family,
 )
+from .scaling import SCALING_RULES, density_points, is_continuous, output_scaling, scaling_rule
 from .scores import covered, crps, quantile, target_log_prob
 from .support import check_support
 
@@ -34,6 +37,7 @@ __all__ = [
     "FAMILIES",
     "FAMILY_OPTIONS",
     "SCALE_TRANSFORMS",
+    "SCALING_RULES",
     "HeadHyper",
     "HeteroscedasticGaussian",
     "HomoscedasticGaussian",
@@ -41,14 +45,18 @@ __all__ = [
     "check_support",
     "covered",
     "crps",
+    "density_points",
     "family_of",
     "gaussian_only",
+    "is_continuous",
     "likelihood_head",
     "likelihood_problem",
     "model_family",
     "normal_crps",
+    "output_scaling",
     "parse_likelihood",
     "quantile",
     "refuse_family",
+    "scaling_rule",
     "target_log_prob",
 ]

@@ -7,18 +7,25 @@ from __future__ import annotations
 import torch
 from torch.distributions import Distribution, Normal
 
+from ..distributions import JointGaussian, LatentMixture
 from .gaussian import normal_crps
 from .lowrank import LowRankPrediction
+from .numerics import CRPS_SAMPLES, sample_crps
 
 
 def crps(pred: Distribution, y: torch.Tensor) -> torch.Tensor:
     """CRPS of ``pred`` at ``y [b, n_tgt, dim_y]`` per target and output (lower is better):
-    closed form for Normal, Student-t, mixture, Bernoulli and low-rank Gaussian marginals,
-    else a sample estimate (``tnpx.likelihoods.numerics.CRPS_SAMPLES`` draws)."""
+    closed form for Normal, Student-t, mixture, Bernoulli and low-rank Gaussian marginals and
+    a joint Gaussian's (TNP-ND's) Normal marginals, else a sample estimate
+    (``tnpx.likelihoods.numerics.CRPS_SAMPLES`` draws; a latent NP's mixture too)."""
     if hasattr(pred, "crps"):
         return pred.crps(y)
     if isinstance(pred, Normal):
         return normal_crps(pred.loc, pred.scale, y)
+    if isinstance(pred, JointGaussian):
+        return normal_crps(pred.mean, pred.stddev, y)
+    if isinstance(pred, LatentMixture):  # each draw's marginal is the mixture's
+        return sample_crps(pred.sample((CRPS_SAMPLES,)), y).to(pred.mean.dtype)
     raise TypeError(f"no CRPS for a {type(pred).__name__} prediction")
 
 

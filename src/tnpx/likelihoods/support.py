@@ -3,7 +3,7 @@ not (row and column) in one line, before a model is trained on it or scored agai
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -27,12 +27,14 @@ def check_support(
     names: Sequence[str],
     rows: Sequence | None = None,
     where: str = "the data",
+    row_text: Callable[[int], str] | None = None,
 ) -> None:
     """A :class:`~tnpx.DataError` naming the first row and column of ``y [n_rows, n_outputs]``
     (array or tensor; NaN = missing, not checked) outside the support of the family the
     ``likelihood`` option names, or a family that does not fit ``n_outputs``. ``names``: the
-    output columns' names; ``rows``: the rows' labels (default: their positions, from 0).
-    Nothing is changed or dropped."""
+    output columns' names; ``rows``: the rows' labels (default: their positions, from 0);
+    ``row_text``: instead, the words naming row ``i`` (a source's ``Table.where``: ``data
+    row 12``). Nothing is changed or dropped."""
     family, options = parse_likelihood(likelihood)
     values = np.asarray(y.detach().cpu() if hasattr(y, "detach") else y, dtype=np.float64)
     values = values.reshape(len(values), -1)
@@ -51,9 +53,9 @@ def check_support(
         bad = ~test(values) & ~np.isnan(values)
     if bad.any():
         i, j = np.argwhere(bad)[0]
-        row = rows[i] if rows is not None else i
+        row = row_text(int(i)) if row_text else f"row {rows[i] if rows is not None else i}"
         raise DataError(
-            f"{where}: row {row}, column {names[j]} = {values[i, j]:g} is not {must}, which "
+            f"{where}: {row}, column {names[j]} = {values[i, j]:g} is not {must}, which "
             f"likelihood {family} needs; fix the value or choose another likelihood "
             f"({int(bad.sum())} such value(s))"
         )

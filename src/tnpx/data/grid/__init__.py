@@ -54,6 +54,7 @@ from .checks import (
     check_sorted,
     check_window_inputs,
     check_windows,
+    support_check,
     warn_time_split,
 )
 from .config import GridConfig
@@ -112,13 +113,14 @@ class GridSampler(TaskSampler):
         # a window is drawn with at least ceil(N min_valid) valid cells, and never fewer than
         # two (one context point, one target)
         least = max(2, math.ceil(self.n_points * c.min_valid - 1e-9))
-        found = scan(data, self.window, regions, regions["train"], self.n_points - least)
+        check = None if c.likelihood is None else support_check(data, c.likelihood)
+        found = scan(data, self.window, regions, regions["train"], self.n_points - least, check)
         found.fills.check(data.name)
         self._windows, moments = found.windows, found.moments
         check_clear(data, self._windows, self.window)
         if normalisation is None:
             moments.check(data)
-            normalisation = moments.normalisation(data, self.x, c.normalise)
+            normalisation = moments.normalisation(data, self.x, c.normalise, c.likelihood)
             # each input's unit, so that prediction can take dates (tnpx.apply.coordinate_units)
             normalisation["x"]["units"] = [data.units.get(v, "") for v in [*self.x, *self.static]]
         else:  # given maps (TE-4's, a checkpoint's) need no training data, only its columns

@@ -125,3 +125,24 @@ def check_windows(data: GridData, found: Scan, window, min_valid: float) -> None
     if min_valid < 1:
         cells += " (masked in the windows drawn: never context, never a target)"
     warn_user(f"{data.name}: {dropped}; {cells}; min_valid (now {min_valid:g}) sets the share")
+
+
+def support_check(data: GridData, likelihood):
+    """A check of one block of outputs (``check(r0, values [n_y, rows, ...])``: rows from
+    ``r0`` of the first dim) against the family's support (:func:`tnpx.likelihoods.
+    check_support`): the first bad cell named by its coordinates and the variable."""
+    from ...likelihoods import check_support
+
+    def check(r0: int, values: np.ndarray) -> None:
+        flat = values.reshape(len(values), -1).T  # [cells, n_y]
+        shape = values.shape[1:]
+
+        def cell(i: int) -> str:
+            at = np.unravel_index(i, shape)
+            where = [f"{d}={data.coords[d][k + (r0 if n == 0 else 0)]:g}"
+                     for n, (d, k) in enumerate(zip(data.dims, at))]  # fmt: skip
+            return f"cell {', '.join(where)}"
+
+        check_support(likelihood, flat, data.y, where=data.name, row_text=cell)
+
+    return check

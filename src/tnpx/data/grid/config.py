@@ -59,3 +59,6 @@ class GridConfig:
     memory_limit_mb: float = 1024.0
     min_valid: float = 0.5
     missing_value: float | dict | None = None
+    # the model's likelihood option, passed on by tnpx train and eval (tnpx.data.table's
+    # TaskDraws.likelihood): a non-Gaussian family's outputs checked and scaled by its rule
+    likelihood: str | dict | None = None

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from ...likelihoods import family_of, output_scaling
 from ...user_files import DataError
 from ..field_arrays import mean_std
 from .files import GridData
@@ -169,12 +170,13 @@ class Moments:
                     "split; an output that never changes cannot be learnt"
                 )
 
-    def normalisation(self, data: GridData, x: list[str], normalise: bool) -> dict:
+    def normalisation(self, data: GridData, x: list[str], normalise: bool, likelihood=None) -> dict:
         """Per input column (the dims ``x``, then the static inputs) and per output, ``loc``
         and ``scale``: the mean and std over the usable training cells, each counting once
-        (``normalise``), else 0 and 1; per input column its ``range`` ``[low, high]`` over
-        those cells (the region and period trained on); in ``GridSampler.normalisation``'s
-        form."""
+        (``normalise``; the outputs by a non-Gaussian ``likelihood``'s rule,
+        :func:`tnpx.likelihoods.output_scaling`), else 0 and 1; per input column its
+        ``range`` ``[low, high]`` over those cells (the region and period trained on); in
+        ``GridSampler.normalisation``'s form."""
         columns = [*x, *data.statics]
         x_loc, x_scale = [0.0] * len(columns), [1.0] * len(columns)
         y_loc, y_scale = [0.0] * len(data.y), [1.0] * len(data.y)
@@ -185,6 +187,9 @@ class Moments:
             fitted = [mean_std(v[n > 0], n[n > 0]) for v, n in pairs]  # a missing value: 0
             x_loc, x_scale = [m for m, _ in fitted], [s for _, s in fitted]
             y_loc, y_scale = self.mean.tolist(), np.sqrt(self.m2 / self.n).tolist()
+            if likelihood is not None and family_of(likelihood) != "gaussian":
+                fitted_y = output_scaling(likelihood, self.mean, np.sqrt(self.m2 / self.n))
+                y_loc, y_scale = (part.tolist() for part in fitted_y)
         return {
             "x": {"columns": columns, "loc": x_loc, "scale": x_scale, "range": spans},
             "y": {"columns": list(data.y), "loc": y_loc, "scale": y_scale},
@@ -209,10 +214,12 @@ def scan(
     regions: dict[str, Region],
     fit: Region,
     max_missing: int = 0,
+    check=None,
 ) -> Scan:
     """One pass over ``data``: each region's windows with at most ``max_missing`` missing
     cells, the moments of the cells of ``fit`` (the training region), the missing cells and
-    the variables' extremes."""
+    the variables' extremes; ``check(r0, values)`` (if given) sees every block's outputs
+    (:func:`~tnpx.data.grid.checks.support_check`)."""
     sizes, n0, w0 = data.sizes, data.sizes[0], window[0]
     row_bytes = max(1, math.prod(sizes[1:]) * len(data.y) * data.itemsize)
     step = max(1, SCAN_BYTES // row_bytes)
@@ -240,6 +247,8 @@ def scan(
         missing += own.size - int(np.count_nonzero(own))
         for j in range(len(data.y)):
             fills.add(j, values[j, :s])
+        if check is not None:
+            check(r0, values[:, :s])
         cells = fit.cells(r0, r0 + s, sizes)
         moments.present += (finite[:, :s] & cells).reshape(len(data.y), -1).sum(1)
         moments.add(r0, usable[:s] & cells, values[:, :s], data)

@@ -23,6 +23,11 @@ class TaskDraws:
     test_fraction: float = 0.1
     split_seed: int = 0
     normalise: bool = True
+    # The model's likelihood option (tnpx.likelihoods), passed on by tnpx train and eval from
+    # model.likelihood: a non-Gaussian family's outputs are checked against its support and
+    # scaled by its rule (counts, 0/1, fractions as they are; amounts scaled, not centred).
+    # None: the outputs are standardised, as always.
+    likelihood: str | dict | None = None
 
 
 @dataclass

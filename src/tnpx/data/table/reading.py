@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
+from ...likelihoods import check_support, family_of, output_scaling
 from ...user_files import DataError, Table, read_table, require_columns, warn_user
 from ...user_table import numeric_rows
 from ..base import SPLITS
@@ -97,6 +98,9 @@ def load_tasks(
     show = _key_text(task_cols)
     missing_y = _check_missing(table, x_cols, y_cols, code, keys, show)  # [rows, dim_y] | None
     values = _numbers(table, x_cols, y_cols, missing_y)  # [rows, dim_x + dim_y], NaN: missing
+    if c.likelihood is not None:  # every row, before a task is split off or skipped
+        check_support(c.likelihood, values[:, len(x_cols) :], y_cols, where=table.name,
+                      row_text=table.where)  # fmt: skip
     x = values[:, : len(x_cols)]
     _check_varies(table, y_cols, values[:, len(x_cols) :])
     order = np.lexsort([*x.T[::-1], code])  # by task, then by inputs
@@ -109,7 +113,7 @@ def load_tasks(
     train_rows = order[row_split == SPLITS["train"]]
     if missing_y is not None:
         _check_trained(table, y_cols, values[train_rows, len(x_cols) :])
-    loc, scale = _normalisation(values[train_rows], c.normalise)
+    loc, scale = _normalisation(values[train_rows], c.normalise, c.likelihood, len(x_cols))
     scaled = ((values - loc) / scale).astype(np.float32)
     if missing_y is not None:
         scaled[:, len(x_cols) :][missing_y] = 0.0  # a value, never NaN: the mask says missing
@@ -203,10 +207,14 @@ def _kept_tasks(table: Table, sizes: np.ndarray, keys: list, show, min_ctx: int)
     return np.flatnonzero(~small)
 
 
-def _normalisation(train: np.ndarray, normalise: bool) -> tuple[np.ndarray, np.ndarray]:
+def _normalisation(
+    train: np.ndarray, normalise: bool, likelihood=None, dim_x: int = 0
+) -> tuple[np.ndarray, np.ndarray]:
     """``loc`` and ``scale`` ``[dim_x + dim_y]``: the mean and standard deviation of the
     training rows ``train [rows, dim_x + dim_y]`` (a column constant there keeps scale 1), of
-    each column's observed values where it has missing ones (NaN)."""
+    each column's observed values where it has missing ones (NaN); the outputs (after the
+    first ``dim_x`` columns) by the non-Gaussian ``likelihood``'s rule where one is given
+    (:func:`tnpx.likelihoods.output_scaling`)."""
     width = train.shape[1]
     if not normalise:
         return np.zeros(width), np.ones(width)
@@ -214,4 +222,6 @@ def _normalisation(train: np.ndarray, normalise: bool) -> tuple[np.ndarray, np.n
     for j in np.flatnonzero(np.isnan(loc)):  # only these: complete columns stay bit-identical
         seen = train[~np.isnan(train[:, j]), j]
         loc[j], scale[j] = seen.mean(), seen.std()
+    if likelihood is not None and family_of(likelihood) != "gaussian":
+        loc[dim_x:], scale[dim_x:] = output_scaling(likelihood, loc[dim_x:], scale[dim_x:])
     return loc, np.where(scale > 0, scale, 1.0)
