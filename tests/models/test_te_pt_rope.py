@@ -11,6 +11,7 @@ import torch
 
 import tnpx
 from tnpx.models.pseudo_token import PseudoLocationInit
+from tnpx.nn import RotaryAttention, TurnedLocations
 
 SMALL = {"dim_model": 32, "n_layers": 2, "n_heads": 2, "dim_head": 8, "dim_ff": 32, "n_pseudo": 4}
 INITS = ["attention", "mean"]
@@ -75,9 +76,11 @@ def test_pseudo_locations_are_fixed_and_move_with_the_context(pseudo_init):
     with torch.no_grad():
         base = model.encode_context(xc, yc)
         moved = model.encode_context(xc + shift, yc)
-    v0, v1 = base.state.locations  # one per layer
-    assert v0.dtype == torch.float64 and torch.equal(v0, v1)
-    w0 = moved.state.locations[0]
+    turned0, turned1 = base.state.locations  # one per layer: the same, turned once
+    assert turned0 is turned1 and isinstance(turned0, TurnedLocations)
+    v0 = turned0.x
+    assert v0.dtype == torch.float64
+    w0 = moved.state.locations[0].x
     torch.testing.assert_close(w0 - v0, shift.double().expand_as(v0), atol=1e-10, rtol=0)
 
 
@@ -119,6 +122,63 @@ def test_streamed_prediction_equals_one_shot(masked):
         full = model(xc, yc, xt, mask_c=mask)
         streamed = model.predict_streamed(xc, yc, xt, mask, chunk_size=5)
     assert_same(streamed, full)
+
+
+def count_turns(monkeypatch) -> list[int]:
+    """The number of location sets rotary attention turns (angles, cosines, sines) from now on,
+    as a one-item list that grows."""
+    calls, rotation = [0], RotaryAttention.rotation
+
+    def counted(self, x, dtype):
+        calls[0] += 1
+        return rotation(self, x, dtype)
+
+    monkeypatch.setattr(RotaryAttention, "rotation", counted)
+    return calls
+
+
+@pytest.mark.parametrize("learn", [False, True])
+def test_each_location_set_is_turned_once_per_step(monkeypatch, learn):
+    """Context, pseudo-tokens and targets keep their locations through every layer: with fixed
+    frequencies each set is turned once in a training step (3), not once per attention call
+    (16 at 3 layers), and the step's loss and gradients are those of turning per call (the
+    same numbers up to the order in which the gradient's terms add)."""
+    model = build(n_layers=3, learn_frequencies=learn).train()
+    xc, yc, xt = task()
+    yt = torch.randn(2, xt.shape[1], 1, generator=torch.Generator().manual_seed(1))
+
+    def step():
+        model.zero_grad()
+        loss = -model(xc, yc, xt).log_prob(yt).mean()
+        loss.backward()
+        return loss.detach(), [p.grad.clone() for p in model.parameters() if p.grad is not None]
+
+    turns = count_turns(monkeypatch)
+    loss, grads = step()
+    assert turns[0] == (16 if learn else 3)
+    monkeypatch.setattr(type(model), "_located", lambda self, x: x)  # turn per call
+    per_call, per_call_grads = step()
+    assert turns[0] == (32 if learn else 19)
+    assert torch.equal(loss, per_call)  # the forward is the same, op for op
+    for g, h in zip(grads, per_call_grads, strict=True):
+        torch.testing.assert_close(g, h, atol=1e-6, rtol=1e-5)
+
+
+def test_turned_locations_refuse_learned_frequencies():
+    attention = RotaryAttention(16, 2, 8, dim_x=1, learn_frequencies=True)
+    with pytest.raises(ValueError, match="fixed frequencies"):
+        attention.turn(TurnedLocations(torch.zeros(1, 3, 1)), torch.float32)
+
+
+def test_turned_locations_turn_as_their_tensor_does():
+    """A rotation reused from TurnedLocations is the one the tensor gets, per dtype."""
+    attention = RotaryAttention(16, 2, 8, dim_x=2)
+    x = dyadic((2, 5, 2), torch.Generator().manual_seed(2)).double() + SHIFT
+    turned = TurnedLocations(x)
+    for dtype in (torch.float32, torch.bfloat16, torch.float32):
+        got, want = attention.turn(turned, dtype), attention.turn(x, dtype)
+        assert torch.equal(got.cos, want.cos) and torch.equal(got.sin, want.sin)
+    assert sorted(map(str, turned.rotations)) == ["torch.bfloat16", "torch.float32"]
 
 
 def test_rotary_is_not_te_pt_tnp():

@@ -35,6 +35,7 @@ from ..nn import (
     HeadProjections,
     ResidualBlock,
     TokenEmbedder,
+    TurnedLocations,
     check_option,
     masked_mean,
     masked_softmax,
@@ -59,10 +60,11 @@ class PTTNPHyper(TransformerSizes):
 @dataclass
 class PseudoTokens:
     """A PT-TNP's encoded context: the pseudo-tokens ``[b, M, d]`` after each layer, and for
-    TE-PT-TNP their pseudo-locations ``[b, M, dim_x]``."""
+    TE-PT-TNP their pseudo-locations ``[b, M, dim_x]`` (TE-PT-TNP-RoPE's as
+    :class:`~tnpx.nn.TurnedLocations` with fixed frequencies: the targets reuse their turn)."""
 
     tokens: list[torch.Tensor]
-    locations: list[torch.Tensor] | None = None
+    locations: list | None = None  # tensors or TurnedLocations
 
 
 class _PseudoTokenNP(NeuralProcess):
@@ -241,7 +243,8 @@ class TEPTTNP(_PseudoTokenNP):
             offset = self.loc_init(u, zc, xc, mask_c)  # TE Eq. 11
         else:  # ablation: psi = 1/N
             offset = masked_mean(xc.double() if self.float64_locations else xc, mask_c)[:, None]
-        v = self.pseudo_loc.expand(b, -1, -1) + offset  # float64 if offset is
+        v = self._located(self.pseudo_loc.expand(b, -1, -1) + offset)  # float64 if offset is
+        xc = self._located(xc)
         tokens, locations = [], []
         for layer, (to_pseudo, to_context, _) in enumerate(self.layers):
             u, v = to_pseudo.located(u, zc, v, xc, mask_c)
@@ -251,8 +254,13 @@ class TEPTTNP(_PseudoTokenNP):
             locations.append(v)
         return PseudoTokens(tokens, locations)
 
+    def _located(self, x: torch.Tensor):
+        """Locations ``[b, n, dim_x]`` as the blocks take them: here ``x`` itself (TE attention
+        moves them, TE Eq. 10)."""
+        return x
+
     def _decode_targets(self, state: PseudoTokens, xt):
-        zt = self.embed.targets(xt)
+        zt, xt = self.embed.targets(xt), self._located(xt)
         for (*_, to_target), u, v in zip(self.layers, state.tokens, state.locations):
             zt, xt = to_target.located(zt, u, xt, v)
         return self.likelihood(self.decoder(zt))
@@ -287,3 +295,8 @@ class TEPTTNPRope(TEPTTNP):
     def _block(self) -> ResidualBlock:
         h = self.hyper
         return ResidualBlock(h.dim_model, h.dim_ff, rotary_attention(h, self.dim_x))
+
+    def _located(self, x: torch.Tensor):
+        """Locations that never move, turned once for every layer (:class:`TurnedLocations`)
+        where the frequencies are fixed; learned ones differ by layer, so each turns its own."""
+        return x if self.hyper.learn_frequencies else TurnedLocations(x)

@@ -19,7 +19,7 @@ from .hypermixer import HyperMixing
 from .linear_attention import KernelAttention, KeySums, LinearAttention, kernel_attention
 from .mlp import MLP
 from .performer import PerformerAttention, orthogonal_features, positive_features
-from .rotary import RotaryAttention, RotaryKeys, Rotation
+from .rotary import RotaryAttention, RotaryKeys, Rotation, TurnedLocations
 from .segments import KeySegment, SegmentedKeys, segmented_attention
 from .set_attention import (
     ATTENTION_LAYERS,
@@ -77,6 +77,7 @@ __all__ = [
     "RotaryAttention",
     "RotaryKeys",
     "Rotation",
+    "TurnedLocations",
     "STATISTICS",
     "SegmentedKeys",
     "ResidualBlock",

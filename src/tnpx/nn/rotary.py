@@ -35,13 +35,17 @@ once per key set (when the keys are prepared) and once per query set, as
 the pairwise form split and re-joined each pair, and bit for bit the pairwise formula. Queries
 at the key set's own locations (a context attending to itself) reuse the keys' cosines and
 sines. Nothing grows with the number of keys times the number of queries, so streamed targets
-stay bounded by their chunk.
+stay bounded by their chunk. A model whose locations never move (``te-pt-tnp-rope``: context,
+pseudo-tokens and targets each keep theirs through every layer) passes them as
+:class:`TurnedLocations`, so each set is turned once per forward, not once per attention call
+(a training step of ``te-pt-tnp-rope`` at 3 layers turned 16 location sets, now 3): every
+attention with fixed frequencies computes the same rotation of the same locations.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 from torch import nn
@@ -70,11 +74,25 @@ class Rotation:
 
 
 @dataclass
+class TurnedLocations:
+    """Locations ``x [b, n, dim_x]`` with their :class:`Rotation` per dtype, computed by the
+    first rotary attention that reads them and reused by every later one. Only attention with
+    fixed frequencies takes them: its frequencies are a function of its band alone, the same
+    in every layer of a model."""
+
+    x: torch.Tensor
+    rotations: dict[torch.dtype, Rotation] = field(default_factory=dict)
+
+
+Locations = torch.Tensor | TurnedLocations
+
+
+@dataclass
 class RotaryKeys(ProjectedKeys):
     """:class:`ProjectedKeys` whose keys are turned by their locations ``x [b, n_k, dim_x]``,
     with that ``rotation``: queries at the same locations reuse it."""
 
-    x: torch.Tensor | None = None
+    x: Locations | None = None
     rotation: Rotation | None = None
 
 
@@ -112,6 +130,7 @@ class RotaryAttention(MultiHeadAttention):
                 f"need 0 < min_wavelength <= max_wavelength, got {min_wavelength}, {max_wavelength}"
             )
         self.dim_x = dim_x
+        self.learn_frequencies = learn_frequencies
         wavelengths = torch.logspace(
             math.log10(max_wavelength), math.log10(min_wavelength), self.n_pairs
         )
@@ -128,24 +147,34 @@ class RotaryAttention(MultiHeadAttention):
         theta = (x.double()[..., None] * omega).flatten(-2)  # [b, n, dim_x * n_pairs]
         return theta.cos().to(dtype)[:, None], theta.sin().to(dtype)[:, None]
 
-    def turn(self, x: torch.Tensor, dtype: torch.dtype) -> Rotation:
-        """The :class:`Rotation` of heads at locations ``x [b, n, dim_x]``."""
+    def turn(self, x: Locations, dtype: torch.dtype) -> Rotation:
+        """The :class:`Rotation` of heads at locations ``x [b, n, dim_x]``; for
+        :class:`TurnedLocations`, theirs (computed here on first use)."""
+        if isinstance(x, TurnedLocations):
+            if self.learn_frequencies:
+                raise ValueError(
+                    "TurnedLocations share one rotation between layers: they need fixed "
+                    "frequencies (learn_frequencies=False); pass the location tensor instead"
+                )
+            if dtype not in x.rotations:
+                x.rotations[dtype] = self.turn(x.x, dtype)
+            return x.rotations[dtype]
         cos, sin = self.rotation(x, dtype)
         return Rotation(cos.repeat_interleave(2, -1), torch.stack([-sin, sin], -1).flatten(-2))
 
-    def rotate(self, z: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    def rotate(self, z: torch.Tensor, x: Locations) -> torch.Tensor:
         """Heads ``z [b, h, n, dim_head]`` at locations ``x [b, n, dim_x]``: each channel pair
         ``(2p, 2p + 1)`` of the rotated part turned by its angle."""
         return self.turn(x, z.dtype).apply(z)
 
-    def _keys_at(self, k: torch.Tensor, v: torch.Tensor, x_keys: torch.Tensor | None) -> RotaryKeys:
+    def _keys_at(self, k: torch.Tensor, v: torch.Tensor, x_keys: Locations | None) -> RotaryKeys:
         if x_keys is None:
             raise ValueError("rotary attention needs x_keys, the keys' locations")
         rotation = self.turn(x_keys, k.dtype)
         return RotaryKeys(rotation.apply(k), v, x=x_keys, rotation=rotation)
 
     def _queries_at(
-        self, q: torch.Tensor, x_queries: torch.Tensor | None, prepared: ProjectedKeys
+        self, q: torch.Tensor, x_queries: Locations | None, prepared: ProjectedKeys
     ) -> torch.Tensor:
         if x_queries is None:
             raise ValueError("rotary attention needs x_queries, the queries' locations")
