@@ -94,6 +94,7 @@ def _glance(card: dict, link: Callable[[str], str]) -> list[str]:
             "([below](#prior-what-it-was-trained-on))",
         ],
         ["translation equivariant", "—" if te is None else ("yes" if te else "no")],
+        ["likelihood", _likelihood(card.get("likelihood"), link)],
     ]
     if "eval" in card:
         e, prior = card["eval"], scored_on(card).removeprefix("the ")
@@ -122,6 +123,24 @@ def _glance(card: dict, link: Callable[[str], str]) -> list[str]:
         "```",
     ]
     return out
+
+
+# the Gaussian options' words; any other family is named as its option reads
+GAUSSIAN_WORDS = {
+    "heteroscedastic": "Gaussian, a mean and a std per target",
+    "homoscedastic": "Gaussian, a mean per target and one std",
+}
+
+
+def _likelihood(option: str | dict | None, link: Callable[[str], str]) -> str:
+    """The card's ``likelihood`` (the model's option) in words, linked to the families' page;
+    "not recorded" on a card written before cards named it."""
+    if option is None:
+        return "not recorded"
+    words = GAUSSIAN_WORDS.get(option) if isinstance(option, str) else None
+    name = option if isinstance(option, str) else option.get("name")
+    named = f"{words} ({code(name)})" if words else code(name)
+    return f"{named} ([likelihoods]({link('likelihoods.md')}))"
 
 
 def _training(card: dict) -> list[str]:

@@ -36,7 +36,7 @@ from experiments.zoo.scored import scored_summary
 from tnpx.checkpoint import atomic_save, load, read_checkpoint
 from tnpx.config import ExperimentConfig, load_config
 from tnpx.data.synthetic import CompositeGPConfig
-from tnpx.evaluation import build_test_sampler, evaluate
+from tnpx.evaluation import build_test_sampler, evaluate, likelihood_of
 from tnpx.provenance import hardware
 from tnpx.training import RunStatus, last_checkpoint, run_status
 
@@ -196,6 +196,7 @@ def card_fields(
         "train_s": None if status.train_hours is None else status.train_hours * 3600,
         "eval_s": None,
         "translation_equivariant": model.translation_equivariant,
+        "likelihood": likelihood_of(model),  # the card page names it
         "finished": status.finished,
         "steps_planned": status.steps_total,
         "run": repo_relative(folder),

@@ -35,7 +35,7 @@ from experiments.zoo import interim, ship, ship_2d
 from experiments.zoo.card_file import DirtyTree, check_clean, write_card
 from experiments.zoo.score import KERNELS, score
 from tnpx.config import load_config
-from tnpx.evaluation import build_test_sampler, evaluate
+from tnpx.evaluation import build_test_sampler, evaluate, likelihood_of
 from tnpx.plot import plot_1d_tasks
 from tnpx.provenance import command_line, git_commit, hardware
 from tnpx.training import train_or_load
@@ -72,6 +72,7 @@ def package(name: str, config: str, commit: str, command: str, allow_dirty: bool
         "train_s": train_s,
         "eval_s": eval_s,
         "translation_equivariant": model.translation_equivariant,
+        "likelihood": likelihood_of(model),  # the card page names it
         **scores,
         "check": {"batches": CHECK_BATCHES, "n_tasks": check.n_tasks, "ll": check.ll},
     }

@@ -17,6 +17,7 @@ import tnpx
 from tnpx.checkpoint import CheckpointError
 from tnpx.cli import main
 from tnpx.config import load_config
+from tnpx.evaluation import likelihood_of
 from tnpx.evaluation.protocol import build_test_sampler, evaluate
 from tnpx.zoo import HERE, RETIRED, checkpoint_file, model_card, pretrained_path
 
@@ -74,6 +75,7 @@ def test_model_matches_its_card_and_reproduces_its_check_evaluation(name):
     assert model.name == card["model"] and not model.training
     assert sum(p.numel() for p in model.parameters()) == card["params"]
     assert model.translation_equivariant == card["translation_equivariant"]
+    assert card["likelihood"] == likelihood_of(model)  # what its page names
     cfg = load_config(card["config"])
     metrics = evaluate(model, build_test_sampler(cfg), card["check"]["batches"], oracle=False)
     assert metrics.n_tasks == card["check"]["n_tasks"]

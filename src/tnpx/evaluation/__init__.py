@@ -36,6 +36,7 @@ _HOMES = {
     "format_coverage_bins": "coverage_flags",
     "format_table": "protocol",
     "format_task_table": "user_tasks",
+    "likelihood_of": "user_tasks",
     "mean_se": "protocol",
     "per_task": "user_tasks",
     "prior_profile_sampler": "extrapolation",
