@@ -137,7 +137,8 @@ def test_a_page_names_its_likelihood_in_words_and_links_the_families(hooks):
     page = zoo_cards.card_page(card, 0.15, _bayes(), link)
     row = "| likelihood | Gaussian, a mean and a std per target (`heteroscedastic`) "
     assert f"{row}([likelihoods](../likelihoods.md)) |" in page
-    rain = zoo_cards.card_page({**card, "likelihood": {"name": "bernoulli-gamma"}}, 0.15, None, link)
+    rain_card = {**card, "likelihood": {"name": "bernoulli-gamma"}}
+    rain = zoo_cards.card_page(rain_card, 0.15, None, link)
     assert "| likelihood | `bernoulli-gamma` ([likelihoods]" in rain
     bare = {k: v for k, v in card.items() if k != "likelihood"}  # a card from before the field
     assert "| likelihood | not recorded |" in zoo_cards.card_page(bare, 0.15, None, link)
