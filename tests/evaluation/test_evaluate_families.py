@@ -16,7 +16,7 @@ from tests.helpers.small_models import small_model
 from tests.helpers.user_tables import write_sines
 from tnpx.data import batch_at
 from tnpx.data.table import TableSampler
-from tnpx.evaluation.user_tasks import TaskMetrics, evaluate_tasks, format_task_table
+from tnpx.evaluation.user_tasks import TaskMetrics, evaluate_tasks, format_task_table, per_task
 from tnpx.likelihoods import normal_crps
 
 
@@ -109,3 +109,57 @@ def test_rain_lls_shift_to_the_datas_units_on_wet_days_only():
 def test_scores_stored_before_the_crps_print_a_dash():
     row = TaskMetrics("tnp", 3, -1.0, 0.1, [0.5], [0.02], 0.95)
     assert "| 0.5 ± 0.02 | — | 0.950 |" in format_task_table([row]).splitlines()[2]
+
+
+def test_the_paired_crps_difference_is_the_per_task_difference_in_the_datas_units():
+    sampler = TableSampler.from_frame(
+        rain_table(), task="site", x=["day"], y=["rain"], batch_size=4, likelihood="bernoulli-gamma"
+    )
+    model = small_model("tnp", likelihood="bernoulli-gamma")
+    rows = evaluate_tasks(model, sampler, 2, baselines=("context-moments",))
+    ours, base = (per_task(m, sampler, 2)["crps"][:, 0] for m in (model, moments()))
+    (scale,) = sampler.normalisation["y"]["scale"]
+    diff = (base - ours) * scale  # float64 per task; positive: the model's CRPS is lower
+    mean, se = rows[0].crps_vs["context-moments"][0]
+    assert mean == pytest.approx(diff.mean(), rel=1e-9)
+    assert se == pytest.approx(diff.std(ddof=1) / math.sqrt(len(diff)), rel=1e-9)
+    assert mean == pytest.approx(rows[1].crps[0] - rows[0].crps[0], rel=1e-9)
+    assert "CRPS less tnp's, paired over tasks (positive: tnp's is lower): `context-moments`" in (
+        format_task_table(rows)
+    )
+
+
+def test_another_trained_model_scores_on_its_own_sampler_in_its_own_units():
+    """A Gaussian head beside a rain head: the same tasks and contexts, each model in the units
+    its sampler maps (rain scaled, not centred; the Gaussian's standardised)."""
+    frame = rain_table()
+    rain, gauss = (
+        TableSampler.from_frame(
+            frame, task="site", x=["day"], y=["rain"], batch_size=4, likelihood=likelihood
+        )
+        for likelihood in ("bernoulli-gamma", None)
+    )
+    assert rain.normalisation["y"]["loc"] != gauss.normalisation["y"]["loc"]
+    head, control = small_model("tnp", likelihood="bernoulli-gamma"), small_model("tnp")
+    rows = evaluate_tasks(head, rain, 2, baselines=(), against={"gaussian head": (control, gauss)})
+    alone = evaluate_tasks(control, gauss, 2, baselines=())[0]
+    assert [r.model for r in rows] == ["tnp", "gaussian head"]
+    assert rows[1].crps == pytest.approx(alone.crps) and rows[1].ll == pytest.approx(alone.ll)
+    assert rows[0].vs == {} and not rows[0].ll_is_density and rows[1].ll_is_density
+    assert rows[0].crps_vs["gaussian head"][0][0] == pytest.approx(
+        alone.crps[0] - rows[0].crps[0], rel=1e-9
+    )
+    # two Gaussian models in different units: their LLs compare, each in the data's units
+    std = TableSampler.from_frame(frame, task="site", x=["day"], y=["rain"], batch_size=4)
+    raw = TableSampler.from_frame(
+        frame, task="site", x=["day"], y=["rain"], batch_size=4, normalise=False
+    )
+    both = evaluate_tasks(control, std, 2, baselines=(), against={"raw": (control, raw)})
+    own = [evaluate_tasks(control, s, 2, baselines=())[0].ll for s in (std, raw)]
+    assert both[0].vs["raw"][0] == pytest.approx(own[0] - own[1], rel=1e-6)
+
+
+def moments():
+    from tnpx.models import build_model
+
+    return build_model("context-moments", 1, 1)

@@ -74,6 +74,9 @@ class TaskMetrics:
     # False: the model's LL is partly a probability (counts, 0/1, dry days), which no
     # Gaussian baseline's log-density compares with: ``vs`` is left empty (compare CRPS)
     ll_is_density: bool = True
+    # name -> per output, the other row's CRPS less this one's, paired over tasks (mean, s.e.;
+    # positive: this model's CRPS is lower, better): the comparison every family has
+    crps_vs: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -182,23 +185,56 @@ def evaluate_tasks(
     sampler: TaskSampler,
     n_batches: int,
     baselines: tuple[str, ...] = BASELINES,
+    against: dict[str, tuple[NeuralProcess, TaskSampler]] | None = None,
 ) -> list[TaskMetrics]:
     """``model`` and each baseline on the same test tasks, in the data's units (module
     docstring); the model's row first, its ``vs`` holding the paired LL differences (none
-    for a model whose LL is partly a probability: :attr:`TaskMetrics.ll_is_density`)."""
+    for a model whose LL is partly a probability: :attr:`TaskMetrics.ll_is_density`) and its
+    ``crps_vs`` the paired CRPS differences.
+
+    ``against``: other trained models, row name -> (model, its own test sampler), scored
+    after the baselines and paired with ``model`` as they are (a Gaussian head beside a
+    family's, say). Each sampler must draw the same tasks and contexts as ``sampler`` (the
+    caller checks: the units may differ, so the batches need not be equal); its rows are in
+    the data's units by its own normalisation."""
     scale_y = output_scale(sampler, model.dim_y)
     unit = cluster_rule(sampler).unit
     ours = per_task(model, sampler, n_batches)
     rows = [summarise(model.name, ours, scale_y, unit)]
     rows[0].ll_is_density = is_continuous(likelihood_of(model))
-    for name in baselines:
-        base = per_task(build_model(name, model.dim_x, model.dim_y), sampler, n_batches)
-        rows.append(summarise(name, base, scale_y, unit))
-        if not rows[0].ll_is_density:  # a probability against a density: no comparison
-            continue
-        rows[0].vs[name] = mean_se(torch.as_tensor(ours["ll"] - base["ll"]))
-        rows[0].vs_se_clustered[name] = clustered_se(ours["ll"] - base["ll"], ours["cluster"])[1]
+    others = [(name, build_model(name, model.dim_x, model.dim_y), sampler) for name in baselines]
+    others += [(name, m, s) for name, (m, s) in (against or {}).items()]
+    for name, other, other_sampler in others:
+        theirs = per_task(other, other_sampler, n_batches)
+        their_scale = output_scale(other_sampler, model.dim_y)
+        rows.append(summarise(name, theirs, their_scale, unit))
+        rows[0].crps_vs[name] = _paired_crps(theirs, their_scale, ours, scale_y)
+        rows[-1].ll_is_density = is_continuous(likelihood_of(other))
+        if not (rows[0].ll_is_density and rows[-1].ll_is_density):
+            continue  # a probability against a density: no comparison
+        # in the data's units: the Jacobians differ where the two samplers scale differently
+        diff = _data_ll(ours, scale_y) - _data_ll(theirs, their_scale)
+        rows[0].vs[name] = mean_se(torch.as_tensor(diff))
+        rows[0].vs_se_clustered[name] = clustered_se(diff, ours["cluster"])[1]
     return rows
+
+
+def _data_ll(scores: dict[str, np.ndarray], scale_y: np.ndarray) -> np.ndarray:
+    """Per task, the LL per target point in the data's units (:func:`summarise`'s)."""
+    return scores["ll"] - (scores["outputs"] * np.log(scale_y)).sum(-1)
+
+
+def _paired_crps(
+    theirs: dict[str, np.ndarray],
+    their_scale: np.ndarray,
+    ours: dict[str, np.ndarray],
+    our_scale: np.ndarray,
+) -> list[tuple[float, float]]:
+    """Per output, their CRPS less ours in the data's units (``crps * scale_y``: each side's
+    own map), paired over the tasks where both are scored (mean, s.e.; positive: ours is
+    lower, better)."""
+    diff = theirs["crps"] * their_scale - ours["crps"] * our_scale  # [tasks, dim_y]
+    return [mean_se(torch.as_tensor(d[~np.isnan(d)])) for d in diff.T]
 
 
 def format_task_table(rows: list[TaskMetrics]) -> str:
@@ -231,7 +267,19 @@ def format_task_table(rows: list[TaskMetrics]) -> str:
         row = f"| {r.model} | {r.n_tasks} | {ll} | {rmse} | {crps or '—'} | {r.coverage95:.3f} |"
         lines.append(f"{row} {vs} |")
     notes = [] if first.ll_is_density or len(rows) < 2 else [no_ll_comparison(first)]
+    unpaired = {name: d for name, d in first.crps_vs.items() if name not in first.vs}
+    if unpaired:  # where no LL compares, the paired CRPS does
+        notes.append(crps_comparison(first.model, unpaired))
     return "\n".join([*lines, "", se_assumptions(first), *notes])
+
+
+def crps_comparison(model: str, diffs: dict[str, list[tuple[float, float]]]) -> str:
+    """One line: each other row's CRPS less ``model``'s, paired over tasks, per output."""
+    cells = "; ".join(
+        f"`{name}` {', '.join(f'{m:+.4g} ± {s:.2g}' for m, s in per_output)}"
+        for name, per_output in diffs.items()
+    )
+    return f"CRPS less {model}'s, paired over tasks (positive: {model}'s is lower): {cells}."
 
 
 def no_ll_comparison(row: TaskMetrics) -> str:
