@@ -63,6 +63,7 @@ def readme(
         f"test tasks, and the model's LL less each baseline's, paired over the same tasks and "
         f"contexts.",
         "",
+        *_control_text(example, record),
         f"**Command**: `{record['command']}` at commit `{record['commit']}` ({reads}, trains "
         f"from `{example.config.relative_to(ROOT)}`, scores, plots; "
         f"nothing to download). Afterwards `tnpx eval {_shown(run_dir)}/model.pt` prints the "
@@ -99,14 +100,16 @@ def readme(
     if other is not None:
         lines += _other_data_text(example, *other)
     reading = [
-        f"On the {n} held-out test tasks the trained model {'; it '.join(_verdict(headline[0]))}.",
+        f"On the {n} held-out test tasks the trained model "
+        f"{'; it '.join(_verdict(headline[0], example.unit))}.",
         _size_summary(by_size, example.unit),
     ]
     if transfer and "not_run" not in transfer:
         reading.append(_transfer_reading(transfer, headline, example.unit))
     if other is not None:
         reading += [
-            f"On {example.other_data.name} the same model {'; it '.join(_verdict(other[0][0]))}.",
+            f"On {example.other_data.name} the same model "
+            f"{'; it '.join(_verdict(other[0][0], example.unit))}.",
             _size_summary(other[1], example.unit),
         ]
     reading.append(example.about)
@@ -115,6 +118,23 @@ def readme(
     lines += [f"![held-out test tasks]({FIGURE})", ""]
     lines += [caption.format(figure=FIGURE, unit=example.unit), ""]
     return "\n".join(lines)
+
+
+def _control_text(example: Example, record: dict) -> list[str]:
+    """The control's paragraph: what it is and how it was trained; none without one."""
+    control = record.get("control")
+    if not control:
+        return []
+    return [
+        f"**Control** (`{control['name']}`): the same config, data, steps and seed with "
+        f"`{' '.join(control['overrides'])}`, trained into "
+        f"`{_shown(Path(control['out_dir']))}` and scored on the same test tasks and contexts "
+        "in its own units (validation LL in its model units: "
+        f"{_curve_text(control['validation_ll'])}). {example.control.about} The CRPS (data "
+        "units, lower is better) compares every row whatever its likelihood; the LL only "
+        "where both are densities.",
+        "",
+    ]
 
 
 def _test_rule(cfg: ExperimentConfig, record: dict, n: int) -> str:
@@ -155,20 +175,33 @@ def _other_data_text(example: Example, headline: Rows, by_size: dict[int, Rows])
     ]
 
 
-def _verdict(row: TaskMetrics) -> list[str]:
-    """One clause per baseline: beaten, not separated, or better, by the paired LL difference
-    over the row's tasks and 2 standard errors."""
+def _comparisons(row: TaskMetrics) -> dict[str, tuple[float, float, str]]:
+    """Other row -> (difference, s.e., metric), paired over tasks, positive where ``row`` is
+    better: the LL difference where the LLs compare (``vs``), else the first output's CRPS
+    difference (``crps_vs``: theirs less ours)."""
+    out = {name: (d, se, "LL") for name, (d, se) in row.vs.items()}
+    for name, per_output in row.crps_vs.items():
+        if name not in out:
+            out[name] = (*per_output[0], "CRPS")
+    return out
+
+
+def _verdict(row: TaskMetrics, unit: str = "") -> list[str]:
+    """One clause per other row: beaten, not separated, or better, by the paired LL
+    difference over the row's tasks and 2 standard errors (the CRPS where no LL compares)."""
     out = []
-    for name, (diff, se) in row.vs.items():
+    for name, (diff, se, metric) in _comparisons(row).items():
         if diff > 2 * se:
             word = "beats"
         elif diff < -2 * se:
             word = "is beaten by"
         else:
             word = "does not separate from"
-        out.append(
-            f"{word} `{name}` ({diff:+.3f} ± {se:.3f} nats per point, paired over {row.n_tasks})"
-        )
+        if metric == "LL":
+            by = f"{diff:+.3f} ± {se:.3f} nats per point"
+        else:
+            by = f"its CRPS less theirs {-diff:+.3g} ± {se:.2g} {unit}".replace("  ", " ")
+        out.append(f"{word} `{name}` ({by}, paired over {row.n_tasks})")
     return out
 
 
@@ -178,13 +211,16 @@ def _size_summary(by_size: dict[int, list[TaskMetrics]], unit: str) -> str:
     won, lost, why = [], [], []
     for k, rows in by_size.items():
         ours, named = rows[0], {r.model: r for r in rows[1:]}
-        short = {b: ours.vs[b] for b in ours.vs if not ours.vs[b][0] > 2 * ours.vs[b][1]}
+        compared = _comparisons(ours)
+        short = {b: c for b, c in compared.items() if not c[0] > 2 * c[1]}
         if not short:
             won.append(str(k))
             continue
-        lost.append(f"{k} ({'; '.join(f'{b}: {d:+.3f} ± {e:.3f}' for b, (d, e) in short.items())})")
+        lost.append(
+            f"{k} ({'; '.join(f'{b}: {m} {d:+.3g} ± {e:.2g}' for b, (d, e, m) in short.items())})"
+        )
         gp = named.get("gp")
-        if "gp" in short and short["gp"][0] > 0 and gp is not None:
+        if "gp" in short and short["gp"][2] == "LL" and short["gp"][0] > 0 and gp is not None:
             reason = (
                 f"at {k} the difference from `gp` is positive but the GP's LL varies by "
                 f"{gp.ll_se * math.sqrt(gp.n_tasks):.3g} nats (sd) between tasks: hyper-parameters "
@@ -199,9 +235,9 @@ def _size_summary(by_size: dict[int, list[TaskMetrics]], unit: str) -> str:
             why.append(reason)
     parts = []
     if won:
-        parts.append(f"beats both baselines at {', '.join(won)} context points")
+        parts.append(f"beats every other row at {', '.join(won)} context points")
     if lost:
-        parts.append(f"does not beat both at {', '.join(lost)}")
+        parts.append(f"does not beat every other row at {', '.join(lost)}")
     text = ("By context size it " + "; ".join(parts) + ".") if parts else ""
     if why:
         joined = "; ".join(why)
@@ -258,6 +294,9 @@ def _curve_text(curve: list[list[float]]) -> str:
 
 
 def _size_table(by_size: dict[int, list[TaskMetrics]]) -> str:
+    first = next(iter(by_size.values()), [None])[0]
+    if first is not None and (not first.ll_is_density or set(first.crps_vs) - set(first.vs)):
+        return _crps_size_table(by_size)
     lines = [
         "| context points | tasks | model LL | gp LL | context-moments LL | model − gp "
         "| model − context-moments | model RMSE | gp RMSE |",
@@ -274,6 +313,31 @@ def _size_table(by_size: dict[int, list[TaskMetrics]]) -> str:
             f"{ours.rmse[0]:.3g}",
             f"{gp.rmse[0]:.3g}" if gp else "—",
         ]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def _crps_size_table(by_size: dict[int, list[TaskMetrics]]) -> str:
+    """By context size: each row's CRPS (first output), the others' less the model's paired
+    over tasks (positive: the model's is lower), and each row's 95 % coverage."""
+    rows0 = next(iter(by_size.values()))
+    names = [r.model for r in rows0]
+    lines = [
+        "| context points | tasks | "
+        + " | ".join(f"{n} CRPS" for n in names)
+        + " | "
+        + " | ".join(f"{n} − model" for n in names[1:])
+        + " | "
+        + " | ".join(f"{n} coverage" for n in names)
+        + " |",
+        "| ---: | ---: |" + " --- |" * (3 * len(names) - 1),
+    ]
+    for k, rows in by_size.items():
+        ours = rows[0]
+        cells = [str(k), str(ours.n_tasks)]
+        cells += [f"{r.crps[0]:.4g} ± {r.crps_se[0]:.2g}" for r in rows]
+        cells += [_diff_cell(ours.crps_vs.get(r.model, [None])[0]) for r in rows[1:]]
+        cells += [f"{r.coverage95:.3f}" for r in rows]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 

@@ -91,6 +91,17 @@ class OtherData:
 
 
 @dataclass
+class Control:
+    """A second model trained on the same data with ``overrides`` (a Gaussian head beside a
+    family's: ``("model.likelihood=heteroscedastic",)``), scored on the same test tasks and
+    contexts in its own units, as the row ``name``."""
+
+    name: str
+    overrides: tuple[str, ...]
+    about: str = ""
+
+
+@dataclass
 class Example:
     """One worked example.
 
@@ -110,7 +121,9 @@ class Example:
         about: what the reading should know about the data, whatever the numbers.
         transfer_from: another example whose trained model is also scored zero-shot here.
         other_data: another file the trained model is also scored on.
-        draw: ``(model, sampler, path, n_tasks)`` -> the figure written (default: 1D tasks).
+        control: a second model trained on the same data and scored beside this one.
+        draw: ``(model, sampler, path, n_tasks)`` -> the figure written (default: 1D tasks);
+            with a control, also ``control=(its model, its test sampler)``.
         caption: the figure's caption (``{figure}``, ``{unit}`` filled in; default: 1D's).
     """
 
@@ -127,6 +140,7 @@ class Example:
     about: str = ""
     transfer_from: str | None = None
     other_data: OtherData | None = None
+    control: Control | None = None
     draw: Callable[[NeuralProcess, TaskSampler, Path, int], Path] | None = None
     caption: str | None = None
     config_name: str = ""
@@ -206,6 +220,7 @@ def run(
     print(f"== {example.title}: training {cfg.model['name']} for {cfg.train.steps} steps ==")
     t0 = time.perf_counter()
     model = fit(cfg).model.eval()
+    control = _train_control(example, cfg, run_dir, quick, overrides)
     train_s = time.perf_counter() - t0
 
     t0 = time.perf_counter()
@@ -225,7 +240,9 @@ def run(
     sizes = example.context_sizes[:1] if quick else example.context_sizes
     fixed = partial(example.fixed_context, cfg)
     print(f"== scoring on {len(drawn)} test tasks ({covered} distinct of {counts['test']}) ==")
-    scores = _score(model, partial(build_test_sampler, cfg), fixed, sizes, n_batches, drawn)
+    scores = _score(
+        model, partial(build_test_sampler, cfg), fixed, sizes, n_batches, drawn, control
+    )
     transfer = _transfer(example, out, model, sampler, n_batches)
     other = None
     if example.other_data is not None:
@@ -237,7 +254,8 @@ def run(
 
     t0 = time.perf_counter()
     draw = example.draw or _figure
-    figure = draw(model, sampler, results / FIGURE, 2 if quick else 3)
+    extra = {} if control is None else {"control": (control[1], control[2]())}
+    figure = draw(model, sampler, results / FIGURE, 2 if quick else 3, **extra)
     plot_s = time.perf_counter() - t0
     times = {"train_s": train_s, "eval_s": eval_s, "plot_s": plot_s}
     times["total_s"] = time.perf_counter() - start
@@ -259,6 +277,13 @@ def run(
         **_as_dicts(scores),
         "transfer": transfer,
     }
+    if control is not None:
+        record["control"] = {
+            "name": control[0],
+            "overrides": list(example.control.overrides),
+            "out_dir": str(run_dir / "control"),
+            "validation_ll": _validation_curve(run_dir / "control" / "metrics.csv"),
+        }
     if other is not None:
         record["other_data"] = {"name": example.other_data.name, "path": str(path)}
         record["other_data"].update(_as_dicts(other))
@@ -277,19 +302,64 @@ def _score(
     sizes: tuple[int, ...],
     n_batches: int,
     drawn: list[str],
+    control: tuple[str, NeuralProcess, Callable[..., TaskSampler]] | None = None,
 ) -> Scores:
     """``model`` and the baselines on the test batches of ``make()``, then of ``make(**fixed(k))``
     (every task ``k`` context points) for each of ``sizes``; each sampler's batches must hold
-    the tasks ``drawn`` (:func:`_drawn_tasks`), so all rows pair over the same tasks."""
+    the tasks ``drawn`` (:func:`_drawn_tasks`), so all rows pair over the same tasks. A
+    ``control`` (name, model, its sampler factory) is scored beside on its own sampler's
+    batches, which must hold the same tasks and contexts."""
     rows = {}
     for k in (None, *sizes):
         sampler = make() if k is None else make(**fixed(k))
         if _drawn_tasks(sampler, n_batches) != drawn:
             raise AssertionError(f"the test tasks changed (context size {k or 'as in training'})")
-        rows[k] = evaluate_tasks(model, sampler, n_batches)
+        against = None
+        if control is not None:
+            name, other, make_other = control
+            theirs = make_other() if k is None else make_other(**fixed(k))
+            _check_same_contexts(sampler, theirs, n_batches)
+            against = {name: (other, theirs)}
+        rows[k] = evaluate_tasks(model, sampler, n_batches, against=against)
         print(f"-- context: {k or 'as in training'} --\n{format_task_table(rows[k])}")
     headline = rows.pop(None)
     return headline, rows
+
+
+def _train_control(
+    example: Example, cfg: ExperimentConfig, run_dir: Path, quick: bool, overrides: list[str]
+) -> tuple[str, NeuralProcess, Callable[..., TaskSampler]] | None:
+    """The example's control trained into ``run_dir/control`` (the example's config, the same
+    data, steps and seed, then the control's overrides): (its row name, the model, its test
+    sampler factory); None without a control."""
+    if example.control is None:
+        return None
+    control_cfg = load_config(
+        example.config,
+        [
+            f"data.path={cfg.data['path']}",
+            f"train.out_dir={run_dir / 'control'}",
+            *(QUICK_OVERRIDES if quick else []),
+            *overrides,
+            *example.control.overrides,
+        ],
+    )
+    print(f"== the control, {example.control.name}: {' '.join(example.control.overrides)} ==")
+    model = fit(control_cfg).model.eval()
+    return example.control.name, model, partial(build_test_sampler, control_cfg)
+
+
+def _check_same_contexts(ours: TaskSampler, theirs: TaskSampler, n_batches: int) -> None:
+    """Both samplers' test batches hold the same tasks, context points and targets: the same
+    masks and inputs (the input maps do not depend on the likelihood), whatever each does to
+    the outputs."""
+    for i in range(n_batches):
+        a, b = (batch_at(s, i, split="test") for s in (ours, theirs))
+        same = a.info.get("task") is None or torch.equal(a.info["task"], b.info["task"])
+        for u, v in ((a.xc, b.xc), (a.xt, b.xt), (a.mask_c, b.mask_c), (a.mask_t, b.mask_t)):
+            same = same and (u is None) == (v is None) and (u is None or torch.equal(u, v))
+        if not same:
+            raise AssertionError(f"the control's test batch {i} is not the model's tasks")
 
 
 def _as_dicts(scores: Scores) -> dict:
