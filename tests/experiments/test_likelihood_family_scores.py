@@ -44,3 +44,30 @@ def test_a_quick_run_writes_the_table(tmp_path):
         for head in entry["heads"].values():
             assert all(0 <= v <= 1 for v in head["coverage"].values())
             assert len(head["crps"]) == entry["n_batches"] * entry["batch_size"]
+
+
+def _entry(family: str, likelihood) -> dict:
+    head = {"ll": [-1.0, -1.2], "crps": [0.5, 0.6], "coverage": {"0.5": 0.5, "0.9": 0.9},
+            "train_s": 1.0, "score_s": 1.0}  # fmt: skip
+    heads = {family: head, "gaussian": dict(head)}
+    return {"family": family, "likelihood": likelihood, "n_batches": 1, "batch_size": 2,
+            "reference_ll": [-0.9, -1.1], "heads": heads}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("family", "likelihood", "printed"),
+    [
+        ("student-t", "student-t", True),  # both densities: compared
+        ("beta", "beta", True),  # fractions in (0, 1): a density
+        ("beta", {"name": "beta", "spikes": True}, False),  # masses at 0 and 1
+        ("bernoulli-gamma", "bernoulli-gamma", False),  # a dry day's probability
+        ("poisson", "poisson", False),
+    ],
+)
+def test_the_gaussian_heads_ll_is_printed_only_where_the_familys_is_a_density(
+    family, likelihood, printed
+):
+    own, gaussian = ([c.strip() for c in row.split("|")][1:-1] for row in study.rows(
+        _entry(family, likelihood)))  # fmt: skip
+    assert own[:2] == [family, family] and own[2] != "—"  # the family's own LL, always
+    assert gaussian[1] == "gaussian" and (gaussian[2] != "—") == printed
