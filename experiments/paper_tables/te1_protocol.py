@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from experiments.long_runs.driver import ROOT, RUNS, TE1_MODELS
-from experiments.paper_tables.kr_exact import curve
+from experiments.paper_tables.kr_exact import curve, curve_trend
 from experiments.paper_tables.te1 import PAPER, SHIFTS
 from tnpx.config import load_config
 from tnpx.evaluation import Metrics, cached_evaluate
@@ -162,7 +162,18 @@ not started): {
 ![LL against shift](protocol_ll_vs_shift.png)
 
 **Reading**: LL change from Δ = 0 to Δ = 1 per row: {drop or "no finished row yet"}.
-"""
+{"".join(shortfall_reading(r, PAPER.get(r.model, [None])[0]) for r in done)}"""
+
+
+def shortfall_reading(row: Row, paper: float | None, tail: float = 0.25) -> str:
+    """For a finished row short of the paper at Δ = 0 by more than 2 s.e.: how its validation
+    NLL moved over the last ``tail`` of its steps (:func:`curve_trend`: whether more steps of
+    the same schedule are the way to the paper's number). Empty otherwise."""
+    m = row.cells[0]
+    if paper is None or paper - m.ll <= 2 * getattr(m, TEST_SE) or not row.curve:
+        return ""
+    trend = curve_trend(row.curve, span=int(tail * row.curve[-1][0]))
+    return f"\n`{row.model}` is short of the paper at Δ = 0 by {paper - m.ll:.3f}{trend}."
 
 
 def main() -> None:

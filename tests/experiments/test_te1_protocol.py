@@ -24,6 +24,20 @@ def test_delta_zero_is_read_against_the_paper():
     assert te1_protocol.verdict(_metrics(-0.5, 0.01), None) == "not in the paper"
 
 
+def test_a_row_short_of_the_paper_says_whether_its_curve_still_falls():
+    status = None  # not read
+    flat = [(s, 0.60 - 0.0002 * s / 1000) for s in range(0, 125_001, 2_500)]  # 0.006 in 25k
+    falling = [(s, 0.60 - 0.002 * s / 1000) for s in range(0, 125_001, 2_500)]
+    short = [_metrics(-0.54, 0.014)] * len(SHIFTS)
+    for curve, word in ((flat, "flattened"), (falling, "still falling")):
+        row = te1_protocol.Row("convcnp", status, short, curve)
+        text = te1_protocol.shortfall_reading(row, -0.46)
+        assert "short of the paper at Δ = 0 by 0.080" in text and word in text
+        assert "from step 92,500 to 125,000" in text  # the validation before the last quarter
+    close = te1_protocol.Row("tnp", status, [_metrics(-0.47, 0.014)] * len(SHIFTS), flat)
+    assert te1_protocol.shortfall_reading(close, -0.48) == ""  # within 2 s.e.: nothing to say
+
+
 @pytest.mark.slow  # trains a tiny CNP and scores it at six shifts (~8 s)
 def test_a_finished_run_is_scored_at_every_shift_and_cached(tmp_path):
     runs = tmp_path / "long-runs"
