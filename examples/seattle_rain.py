@@ -169,7 +169,15 @@ EXAMPLE = Example(
         "range between highest and lowest is about 5.7 °C, a dry day's about 10.1 °C (over all "
         "four years), which a model trained across months learns and a GP fitted to one "
         "month's few context days cannot. The GP and context-moments baselines are Gaussian "
-        "too: their LLs do not compare with the rain head's, so the CRPS is the comparison."
+        "too: their LLs do not compare with the rain head's, so the CRPS is the comparison. "
+        "Not set before every test score: the config keeps the best validated weights since a "
+        "first run at f9c656b, which kept the last step's, fitted the 30 training months by "
+        "heart (validation LL best at step 100, -1.675 at step 1,500) and was scored on the "
+        "test months (CRPS 2.957 ± 0.85 mm against the Gaussian head's 2.502 ± 0.58, its 95 % "
+        "coverage 0.80 at 16 context days). The change was chosen on the validation curve "
+        "and applies to the model and the control alike; steps, sizes and data were not "
+        "changed. 95 % coverage above 0.95 is expected of a calibrated rain head: on a dry day "
+        "the interval's lower end is 0 mm, which a 0 mm day lies on."
     ),
 )
 
