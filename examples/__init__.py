@@ -18,6 +18,8 @@ held-out tasks, and writes its results folder under ``results/examples/``
                                           # is one year's map, time not an input
     python examples/elevation_map.py      # a shipped 2D model maps an elevation field from
                                           # scattered points, zero-shot (no training)
+    python examples/seattle_rain.py       # Seattle, daily rain: a task is a month; a
+                                          # bernoulli-gamma head beside a Gaussian-head control
 """
 
 # The examples' modules, in the order they run (sf_temps reads seattle_temps' trained model).
