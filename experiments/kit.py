@@ -1,5 +1,6 @@
 """The lab's small shared kit: a mean and its standard error over a list of numbers, the same
-for paired differences, and the table cells that print them (``-0.457 ± 0.009``).
+for paired differences, the table cells that print them (``-0.457 ± 0.009``), and a study's
+provenance (:class:`Provenance`: the command, commit, hardware, wall time and load it names).
 
 Every study writes its numbers through these, so a results file's cells read the same
 whichever study wrote them. Over a tensor of per-task scores, use
@@ -11,8 +12,12 @@ baseline lives in :mod:`experiments.zero_shot.fitted_gp`, and atomic writes in
 from __future__ import annotations
 
 import math
+import os
 import statistics
+import time
 from collections.abc import Sequence
+
+from tnpx.provenance import command_line, git_commit, hardware
 
 
 def mean_se(values: Sequence[float], single: float = math.nan) -> tuple[float, float]:
@@ -55,3 +60,23 @@ def pm_small(pair: tuple[float, float]) -> str:
     if abs(mean) < 0.01:
         return f"{mean:.1e} ± {se:.1e}"
     return pm(mean, se)
+
+
+class Provenance:
+    """What a results file says about the run that wrote it. Made when the study starts: the
+    code it runs (``commit``, not HEAD when it ends), its command line and the load average
+    then; :meth:`record` adds the hardware and the wall time when it ends."""
+
+    def __init__(self) -> None:
+        self.command, self.commit = command_line(), git_commit()
+        self.started, self.load_average = time.perf_counter(), os.getloadavg()[0]
+
+    def record(self) -> dict:
+        """``command``, ``commit``, ``hardware``, ``wall_s``, ``load_average`` (at the start)."""
+        return {
+            "command": self.command,
+            "commit": self.commit,
+            "hardware": hardware(),
+            "wall_s": time.perf_counter() - self.started,
+            "load_average": self.load_average,
+        }

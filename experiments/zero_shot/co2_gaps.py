@@ -31,7 +31,6 @@ coverage, share beyond 5σ (``scoring.score``). The diagnosis, per window:
 from __future__ import annotations
 
 import argparse
-import os
 import time
 import warnings
 from pathlib import Path
@@ -40,11 +39,11 @@ import numpy as np
 import torch
 
 import tnpx
+from experiments.kit import Provenance
 from experiments.zero_shot.fitted_gp import fit_series_gp
 from experiments.zero_shot.scoring import ZeroShot, score, summarise
 from experiments.zero_shot.series_report import GP
 from tnpx.extras import require
-from tnpx.provenance import command_line, git_commit, hardware
 from tnpx.zoo import model_card
 
 WINDOW = 100  # consecutive weeks per split: the v2 models saw 1-100 context points
@@ -179,15 +178,10 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--out", default="results/pretrained/co2-gaps")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
-    commit, command = git_commit(), command_line()
-    started, load_at_start = time.perf_counter(), os.getloadavg()[0]
+    provenance = Provenance()
     run = run_study(args.models or zoo_1d(), args.windows, args.seed)
     run = {
-        "command": command,
-        "commit": commit,
-        "hardware": hardware(),
-        "wall_s": time.perf_counter() - started,
-        "load_average": load_at_start,
+        **provenance.record(),
         "n_windows": args.windows,
         "source": SOURCE,
         **run,

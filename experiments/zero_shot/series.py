@@ -30,8 +30,6 @@ otherwise.
 from __future__ import annotations
 
 import argparse
-import os
-import time
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,11 +37,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from experiments.kit import Provenance
 from experiments.zero_shot.fitted_gp import fit_series_gp
 from experiments.zero_shot.scoring import ZeroShot, load_models, save_run, score_context, summarise
 from experiments.zero_shot.series_report import KINDS, plot_splits, write_report
 from tnpx.data.synthetic import SERIES, RealSeries, load_series
-from tnpx.provenance import command_line, git_commit, hardware
 
 WINDOW = 100  # points in a split's window (at most): the zoo saw 1-100 context points
 INTERP_FRACTION = 0.7  # of the window's points that form an interpolation context
@@ -101,9 +99,8 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--name", default="real-series", help="file name stem under --out")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
-    commit, command = git_commit(), command_line()
+    provenance = Provenance()
     models, labels = load_models(args.models)
-    started, load_at_start = time.perf_counter(), os.getloadavg()[0]
     results, examples = {}, {}
     for s_index, name in enumerate(args.series):
         series = load_series(name)
@@ -123,11 +120,7 @@ def main(argv: list[str] | None = None) -> dict:
                 ), flush=True)  # fmt: skip
             results[f"{name}/{kind}"] = {"splits": rows, "summary": summarise(rows, labels)}
     run = {
-        "command": command,
-        "commit": commit,
-        "hardware": hardware(),
-        "wall_s": time.perf_counter() - started,
-        "load_average": load_at_start,
+        **provenance.record(),
         "models": {m.label: m.spec for m in models},
         "n_splits": args.splits,
         "series": {n: _describe(load_series(n)) for n in args.series},
