@@ -61,6 +61,10 @@ class Affine:
         """``[..., D]`` user values in the model's units."""
         return (values - _like(self.loc, values)) / _like(self.scale, values)
 
+    def is_identity(self) -> bool:
+        """Whether the map leaves values as they are (loc 0, scale 1 for every column)."""
+        return bool(np.all(np.asarray(self.loc) == 0) and np.all(np.asarray(self.scale) == 1))
+
     def to_user(self, values: Values) -> Values:
         """``[..., D]`` model values in the user's units."""
         return values * _like(self.scale, values) + _like(self.loc, values)
@@ -159,6 +163,8 @@ def in_user_units(pred: Distribution, y: Affine, dtype: torch.dtype) -> Distribu
             return JointGaussian.cholesky(mean(pred.loc), scaled(pred.scale_tril, flat))
         diag = scaled(pred.cov_diag, flat[:, 0].square())
         return JointGaussian.low_rank(mean(pred.loc), scaled(pred.cov_factor, flat), diag)
+    if y.is_identity():
+        return pred  # another family's outputs left as they are (counts, 0/1, fractions)
     raise TypeError(f"cannot map a {type(pred).__name__} prediction into the user's units")
 
 

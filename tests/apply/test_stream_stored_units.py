@@ -166,3 +166,25 @@ def test_a_prediction_that_is_not_finite_is_refused(tmp_path, monkeypatch):
         stream.predict(xt)  # float32 targets: a float32 prediction
     assert "\n" not in str(err.value)
     assert stream.predict(xt.double()).mean.dtype == torch.float64  # fits in float64
+
+
+def test_a_scaled_family_is_refused_when_the_stream_is_made_and_an_unscaled_one_streams(
+    tmp_path,
+):
+    """Rain is scaled (loc 0, scale the training values' RMS): the stream cannot map a
+    bernoulli-gamma prediction, so it says so before encoding anything. Counts are left as they
+    are (an identity map): a Poisson model streams, its prediction as the model's own."""
+    rain = {"x": NORMALISATION["x"], "y": {"loc": [0.0], "scale": [3.5], "columns": ["rain"]}}
+    path = saved(tmp_path, "tnp", rain, likelihood="bernoulli-gamma")
+    xc, _, xt = user_task()
+    with pytest.raises(ValueError, match="this bernoulli-gamma model's outputs are scaled"):
+        tnpx.ContextStream(path, xc, torch.rand(1, 6, 1, dtype=torch.float64))
+    assert tnpx.ContextStream(path, scaling="none").units is None  # the model's units: fine
+    counts = {"x": NORMALISATION["x"], "y": {"loc": [0.0], "scale": [1.0], "columns": ["cases"]}}
+    path = saved(tmp_path, "tnp", counts, likelihood="poisson")
+    yc = torch.tensor([[[0.0], [3.0], [1.0], [7.0], [2.0], [0.0]]], dtype=torch.float64)
+    pred = tnpx.ContextStream(path, xc, yc).predict(xt)
+    model = tnpx.load(path).eval()
+    with torch.no_grad():
+        direct = model(to_model(xc), yc.float(), to_model(xt))
+    assert_close(pred.mean, direct.mean)

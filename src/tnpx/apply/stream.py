@@ -36,6 +36,7 @@ names the task, target and output that is not).
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 from torch.distributions import Distribution
 
@@ -72,7 +73,9 @@ class ContextStream:
             architecture's name, say).
         CheckpointError: the path is not a readable tnpx checkpoint.
         ValueError: ``scaling`` is not one of the above, or ``"stored"`` for a model that
-            stores no normalisation; bad observations (as the model's own call).
+            stores no normalisation; a non-Gaussian model whose stored output map is not the
+            identity (rain's scale: use :func:`tnpx.predict`); bad observations (as the model's
+            own call).
     """
 
     def __init__(
@@ -201,7 +204,29 @@ def _resolve(model, scaling: str) -> tuple[NeuralProcess, UnitMap | None]:
             "your data with tnpx train does); use scaling='auto' or 'none'"
         )
     use = resolved.stored is not None and scaling != "none"
-    return resolved.net, resolved.stored[0] if use else None
+    units = resolved.stored[0] if use else None
+    _check_output_map(resolved.net, units)
+    return resolved.net, units
+
+
+def _check_output_map(net: NeuralProcess, units: UnitMap | None) -> None:
+    """A stream maps a Gaussian prediction into the user's units; another family's only where
+    its output map is the identity (counts, 0/1 and fractions are left as they are), else a
+    ``ValueError`` now, before any point is encoded, rather than at the first prediction."""
+    from ..likelihoods import family_of
+
+    family = family_of(getattr(getattr(net, "hyper", None), "likelihood", "heteroscedastic"))
+    if units is None or family == "gaussian":
+        return
+    y = units.y
+    if y.is_identity():
+        return
+    raise ValueError(
+        f"ContextStream maps only Gaussian predictions into your units, and this {family} "
+        f"model's outputs are scaled (scale {np.asarray(y.scale).tolist()}): use tnpx.predict "
+        "(its mean, interval and quantile columns are in your units), or scaling='none' with "
+        "outputs in the model's units (yours divided by that scale)"
+    )
 
 
 def check_finite(pred: Distribution, xt: torch.Tensor) -> None:
