@@ -18,8 +18,15 @@ from tnpx.data.synthetic.link_priors import true_predictive_log_prob
 FOLDER = Path(__file__).parents[3] / "configs" / "likelihoods"
 
 
-def test_one_config_per_family():
-    assert sorted(p.stem for p in FOLDER.glob("*.yaml")) == sorted(FAMILIES)
+def test_one_config_per_family_and_one_per_variant_of_the_study():
+    from experiments.likelihoods.family_scores import VARIANTS
+
+    variants = {stem for stem, _ in VARIANTS.values()} - set(FAMILIES)  # beta-skewed
+    assert {p.stem for p in FOLDER.glob("*.yaml")} == set(FAMILIES) | variants
+    for stem in variants:  # a variant is another task of one family's
+        cfg = load_config(FOLDER / f"{stem}.yaml")
+        assert cfg.data["family"] == cfg.model["likelihood"] in FAMILIES
+        assert cfg.train.out_dir == f"runs/likelihoods/{stem}"
 
 
 @pytest.mark.parametrize("family", list(FAMILIES))
