@@ -377,10 +377,11 @@ def paired_rows(curves: list[Curve]) -> list[str]:
     cancels), so its s.e. over batches is at most the sum of the two gaps' s.e.
     (sd(a - b) <= sd(a) + sd(b)): a bound from the cells' summaries, far below either NLL's
     own s.e., because the tasks' difficulty cancels too. Empty when no pair is scored."""
-    protocol = {(c.model, c.kernel): c for c in curves if c.recipe.startswith("protocol")}
+    # a protocol run is KR-1's: a KR-3 or TE-1 run of the same model has none to pair with
+    protocol = {(c.table, c.model, c.kernel): c for c in curves if c.recipe.startswith("protocol")}
     rows = []
     for c in curves:
-        base = protocol.get((c.model, c.kernel))
+        base = protocol.get((c.table, c.model, c.kernel))
         if c is base or base is None or c.test is None or base.test is None:
             continue
         if abs(c.test["oracle_ll"] - base.test["oracle_ll"]) > 1e-9:  # not the same tasks

@@ -19,6 +19,20 @@ LOG = """step,loss,lr,steps_per_s,val_ll
 """
 
 
+# The tests whose subject is the FLOP count measure it (a protocol-sized model's forward and
+# backward passes: seconds each); the rest count 1 GFLOP a step.
+MEASURES_FLOPS = {
+    "test_a_curve_from_the_metrics_log",
+    "test_the_wider_and_deeper_runs_spend_the_base_recipes_flops",
+}
+
+
+@pytest.fixture(autouse=True)
+def _one_gflop_a_step(request, monkeypatch):
+    if request.node.originalname not in MEASURES_FLOPS:
+        monkeypatch.setattr(tta, "step_gflops", lambda *args, **kwargs: 1.0)
+
+
 def test_a_curve_from_the_metrics_log(tmp_path):
     (tmp_path / "kr1-rbf-tnp-kr-full").mkdir()
     (tmp_path / "kr1-rbf-tnp-kr-full" / "metrics.csv").write_text(LOG)
@@ -163,6 +177,21 @@ def test_a_recipe_is_set_against_its_protocol_run_on_the_same_tasks(tmp_path):
     recipe.test["oracle_ll"] = 0.570
     with pytest.raises(ValueError, match="different test tasks"):
         tta.paired_rows([protocol, recipe])
+
+
+def test_a_kr3_run_is_not_paired_with_kr1s_protocol_run_of_its_model(tmp_path):
+    """KR-3's tnp-kr-full (2D, its own test set) shares KR-1's model and kernel name: it has
+    no protocol run of its own table, so no paired row (it was refused as "different tasks")."""
+    for run in ("kr1-rbf-tnp-kr-full", "kr3-tnp-kr-full"):
+        (tmp_path / run).mkdir()
+        (tmp_path / run / "metrics.csv").write_text(LOG)
+    protocol = tta.curve("protocol (tnp-kr-full)", *tta.RECIPES["protocol (tnp-kr-full)"],
+                         root=tmp_path)  # fmt: skip
+    kr3 = tta.curve("KR-3 recipe (tnp-kr-full)", "kr3-tnp-kr-full", "tnp-kr-full", "x", tmp_path)
+    assert (protocol.table, kr3.table) == ("kr1", "kr3") and protocol.kernel == kr3.kernel
+    protocol.test = {"ll": 0.474, "oracle_ll": 0.568, "gap_se_batches": 0.0006}
+    kr3.test = {"ll": 0.471, "oracle_ll": 0.413, "gap_se_batches": 0.0002}
+    assert tta.paired_rows([protocol, kr3]) == []
 
 
 def test_te1_and_kr3_runs_are_held_to_their_own_tables(tmp_path):
