@@ -230,3 +230,19 @@ def test_a_te1_run_reads_its_test_cell_from_the_te1_table(tmp_path, monkeypatch)
     (cells / "tnp-shift0.0-test320.json").write_text(json.dumps(cell))
     tta.score_finished(c, tmp_path / "cells", 5000, root=tmp_path / "long-runs")
     assert tta.test_score(c) == "0.463 ± 0.014"
+
+
+def test_validation_is_set_against_test_per_table_as_the_runs_lie(tmp_path):
+    """KR-1's validation batches scored below its test set, KR-3's and TE-1's above: the
+    reading counts each table's finished runs rather than saying one direction for all."""
+    for run in ("kr1-rbf-tnp-kr-full", "kr3-tnp-kr-full"):
+        (tmp_path / run).mkdir()
+        (tmp_path / run / "metrics.csv").write_text(LOG)
+    kr1 = tta.curve("protocol (tnp-kr-full)", *tta.RECIPES["protocol (tnp-kr-full)"],
+                    root=tmp_path)  # fmt: skip
+    kr3 = tta.curve("KR-3 recipe (tnp-kr-full)", "kr3-tnp-kr-full", "tnp-kr-full", "x", tmp_path)
+    assert tta.validation_against_test([kr1, kr3]) == ""  # nothing scored yet
+    kr1.test = {"ll": -(kr1.nll[-1] + 0.02), "ll_se_batches": 0.01}  # test NLL above validation's
+    kr3.test = {"ll": -(kr3.nll[-1] - 0.02), "ll_se_batches": 0.01}  # below it
+    text = tta.validation_against_test([kr1, kr3])
+    assert "KR-1: 1 of 1 lower, 0 higher; KR-3: 0 of 1 lower, 1 higher" in text
