@@ -31,7 +31,7 @@ from tnpx.data import TaskSampler, batch_at
 from tnpx.extras import pyplot, require
 from tnpx.likelihoods import quantile
 from tnpx.models import NeuralProcess
-from tnpx.plot.figures import save_figure
+from tnpx.plot import save_figure
 
 INPUTS = ("day", "temp_max", "temp_min", "wind")
 LEVELS = (0.05, 0.95)  # the drawn central 90 % interval

@@ -65,6 +65,9 @@ def test_a_tiny_tnp_learns_each_family(key):
         loss = model.training_loss(batch)
         opt.zero_grad()
         loss.backward()
+        # as training clips (train.clip_norm): unclipped, the mixture's sharpening components
+        # spiked the loss on one machine's arithmetic and not on another's
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 3.0)
         opt.step()
         losses.append(float(loss.detach()))
     assert all(torch.isfinite(torch.tensor(losses)))
