@@ -1,5 +1,6 @@
 """Whether data fits a family's support: :func:`check_support` names the first value that does
-not (row and column) in one line, before a model is trained on it or scored against it."""
+not (row and column) in one line, before a model is trained on it or scored against it;
+:func:`check_exposure` does the same for a count model's exposure column."""
 
 from __future__ import annotations
 
@@ -49,13 +50,49 @@ def check_support(
     if key not in _RULES:
         return
     test, must = _RULES[key]
+    why = f"which likelihood {family} needs; fix the value or choose another likelihood"
+    first_outside(values, test, must, why, names, rows, where, row_text)
+
+
+def check_exposure(
+    exposure,
+    name: str,
+    where: str = "the data",
+    row_text: Callable[[int], str] | None = None,
+) -> None:
+    """A :class:`~tnpx.DataError` naming the first row of ``exposure [n_rows]`` (the column
+    ``name``) that is not a finite number > 0: a count's rate is multiplied by it, so a zero
+    or negative exposure has no count law (NaN is refused too, never taken as missing)."""
+    values = np.asarray(exposure, dtype=np.float64).reshape(-1, 1)
     with np.errstate(invalid="ignore"):
-        bad = ~test(values) & ~np.isnan(values)
+        ok = np.isfinite(values) & (values > 0)
+    why = "as an exposure needs (a count's rate is multiplied by it); fix or remove that row"
+    first_outside(values, ok, "a finite number > 0", why, [name], None, where, row_text)
+
+
+def first_outside(
+    values: np.ndarray,
+    test,
+    must: str,
+    why: str,
+    names: Sequence[str],
+    rows: Sequence | None = None,
+    where: str = "the data",
+    row_text: Callable[[int], str] | None = None,
+) -> None:
+    """A :class:`~tnpx.DataError` naming the first row and column of ``values [n_rows,
+    n_columns]`` where ``test`` (a function of the values, or its result ``[n_rows,
+    n_columns]`` bool) fails: ``<where>: <row>, column <name> = <value> is not <must>, <why>``.
+    A NaN fails only where ``test`` is an array that says so (a function's NaN is missing)."""
+    if callable(test):
+        with np.errstate(invalid="ignore"):
+            bad = ~test(values) & ~np.isnan(values)
+    else:
+        bad = ~test
     if bad.any():
         i, j = np.argwhere(bad)[0]
         row = row_text(int(i)) if row_text else f"row {rows[i] if rows is not None else i}"
         raise DataError(
-            f"{where}: {row}, column {names[j]} = {values[i, j]:g} is not {must}, which "
-            f"likelihood {family} needs; fix the value or choose another likelihood "
+            f"{where}: {row}, column {names[j]} = {values[i, j]:g} is not {must}, {why} "
             f"({int(bad.sum())} such value(s))"
         )
