@@ -56,6 +56,16 @@ class NegativeBinomialPrediction(_Counts, NegativeBinomial):
         logits = mean.log() - total_count.log()
         super().__init__(total_count, logits=logits, validate_args=False)
 
+    @classmethod
+    def from_logits(
+        cls, total_count: torch.Tensor, logits: torch.Tensor
+    ) -> NegativeBinomialPrediction:
+        """The prediction of ``total_count`` r and ``logits`` ``log(mean / r)`` taken as they
+        are (no round trip through the mean: a logit shifted by ``log 1`` stays bit for bit)."""
+        prediction = cls.__new__(cls)
+        NegativeBinomial.__init__(prediction, total_count, logits=logits, validate_args=False)
+        return prediction
+
     def cdf(self, value: torch.Tensor) -> torch.Tensor:
         k = torch.floor(value.double())
         r, p = self.total_count.double(), self.probs.double()

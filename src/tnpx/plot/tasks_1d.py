@@ -57,7 +57,9 @@ def plot_1d_tasks(
     hi = max(batch.xc[real_c].max().item(), batch.xt[real_t].max().item())
     pad = 0.05 * (hi - lo)
     grid = torch.linspace(lo - pad, hi + pad, n_grid).view(1, -1, 1).expand(n_tasks, -1, -1)
-    dense = Batch(batch.xc, batch.yc, grid.contiguous(), mask_c=batch.mask_c, info=batch.info)
+    # the grid's points have no exposure: a count model draws its rate per unit exposure there
+    info = {k: v for k, v in batch.info.items() if k != "exposure_t"}
+    dense = Batch(batch.xc, batch.yc, grid.contiguous(), mask_c=batch.mask_c, info=info)
     curves = {label: m.eval().cpu().predict_batch(dense) for label, m in models.items()}
     if oracle and "kernel" in batch.info:
         curves["GP oracle"] = build_model("gp-oracle").predict_batch(dense)
