@@ -32,7 +32,7 @@ from .options import (
 )
 from .scaling import SCALING_RULES, density_points, is_continuous, output_scaling, scaling_rule
 from .scores import covered, crps, quantile, target_log_prob
-from .support import check_exposure, check_support
+from .support import check_exposure, check_support, read_exposure
 
 __all__ = [
     "EXPOSURE_FAMILIES",
@@ -59,6 +59,7 @@ __all__ = [
     "output_scaling",
     "parse_likelihood",
     "quantile",
+    "read_exposure",
     "refuse_family",
     "scaling_rule",
     "target_log_prob",

@@ -8,7 +8,8 @@ from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
-from ..user_files import DataError
+from ..user_files import DataError, Table, require_columns
+from ..user_table import numeric_rows
 from .options import parse_likelihood
 
 # family -> (test of a value, what the values must be)
@@ -68,6 +69,24 @@ def check_exposure(
         ok = np.isfinite(values) & (values > 0)
     why = "as an exposure needs (a count's rate is multiplied by it); fix or remove that row"
     first_outside(values, ok, "a finite number > 0", why, [name], None, where, row_text)
+
+
+def read_exposure(
+    table: Table, column: str, positions: np.ndarray | None = None, named_by: str = "exposure"
+) -> np.ndarray:
+    """The exposure ``column`` of ``table`` as float64 ``[rows]`` (the rows at ``positions``
+    only, where given), each value checked a finite number > 0 by :func:`check_exposure`: a
+    :class:`~tnpx.DataError` naming the row and the column, or the column if ``table`` lacks
+    it (``named_by``: what asks for it). A missing value is refused like a 0, never dropped."""
+    require_columns(table, [column], named_by=named_by)
+    missing = table.frame[column].isna().to_numpy()
+    frame = table.frame[[column]].where(~missing[:, None], 1.0)  # the others checked numbers
+    values = numeric_rows(Table(frame, table.name, table.from_file, table.offset), [column])
+    values = values.to_numpy(copy=True)[:, 0]
+    values[missing] = np.nan  # refused below, naming the row
+    at = np.arange(len(values)) if positions is None else np.asarray(positions)
+    check_exposure(values[at], repr(column), table.name, lambda i: table.where(int(at[i])))
+    return values[at]
 
 
 def first_outside(

@@ -18,6 +18,7 @@ they are all 1 (what it assumes), else it refuses them in one line: it cannot us
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import torch
@@ -73,6 +74,15 @@ def predict_with_exposures(
     return times_exposure(
         prediction, _checked(exposure_t, xt, model.dim_y, "exposure_t"), model.name
     )
+
+
+def without_exposures(batch: Batch) -> Batch:
+    """``batch`` without its exposures (the same batch where it has none): for the per-task
+    baselines, which read the context's counts as they are and know no exposure."""
+    if not any(key in batch.info for key in KEYS):
+        return batch
+    info = {k: v for k, v in batch.info.items() if k not in KEYS}
+    return replace(batch, info=info)
 
 
 def refuse_exposures(model: NeuralProcess, *exposures: torch.Tensor | None) -> None:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
-from ...likelihoods import check_exposure, check_support, family_of, output_scaling
+from ...likelihoods import check_support, family_of, output_scaling, read_exposure
 from ...user_files import DataError, Table, as_list, read_table, require_columns, warn_user
 from ...user_table import numeric_rows
 from ..base import SPLITS
@@ -157,17 +157,9 @@ def _numbers(table: Table, x_cols: list, y_cols: list, missing_y: np.ndarray | N
 
 
 def _exposures(table: Table, column: str | None) -> np.ndarray | None:
-    """The ``exposure`` column's values ``[rows, 1]`` (float64), each checked a finite number
-    > 0 (a :class:`DataError` naming the row and the column); None where there is none."""
-    if column is None:
-        return None
-    missing = table.frame[column].isna().to_numpy()
-    frame = table.frame[[column]].where(~missing[:, None], 1.0)  # the others checked numbers
-    values = numeric_rows(Table(frame, table.name, table.from_file, table.offset), [column])
-    values = values.to_numpy(copy=True)[:, 0]
-    values[missing] = np.nan  # refused below, naming the row, as an exposure of 0 would be
-    check_exposure(values, repr(column), where=table.name, row_text=table.where)
-    return values[:, None]
+    """The ``exposure`` column's values ``[rows, 1]`` (float64, each checked a finite number
+    > 0: :func:`tnpx.likelihoods.read_exposure`); None where there is none."""
+    return None if column is None else read_exposure(table, column)[:, None]
 
 
 def require_options(table: Table, named: dict[str, list]) -> None:
