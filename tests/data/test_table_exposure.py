@@ -11,25 +11,12 @@ import pytest
 import torch
 
 from tests.helpers.table_curves import one_line
+from tests.helpers.user_tables import counts_table
 from tnpx.data import batch_at, build_sampler
 from tnpx.data.table import TableSampler
 from tnpx.user_files import DataError
 
 OPTIONS = {"task": "site", "x": ["week"], "y": ["cases"], "exposure": "person_years"}
-
-
-def counts_table(n_sites: int = 12, seed: int = 0) -> pd.DataFrame:
-    """Weekly case counts per site, sites of 6 to 14 weeks (so batches pad), each week's
-    exposure in person-years (log-uniform on [0.2, 5]): ``site, week, person_years, cases``."""
-    rng = np.random.default_rng(seed)
-    parts = []
-    for site in range(n_sites):
-        week = np.arange(rng.integers(6, 15), dtype=float)
-        exposure = np.exp(rng.uniform(np.log(0.2), np.log(5.0), len(week)))
-        cases = rng.poisson(exposure * np.exp(1 + np.sin(week / 2 + site)))
-        parts.append(pd.DataFrame({"site": f"s{site}", "week": week,
-                                   "person_years": exposure, "cases": cases}))  # fmt: skip
-    return pd.concat(parts, ignore_index=True)
 
 
 def sampler(frame: pd.DataFrame, likelihood="poisson", **options) -> TableSampler:
