@@ -247,7 +247,10 @@ def predict(
             (NaN, an empty cell) where the model reads missing outputs (built with
             ``missing_outputs=True``): they are masked, and each output is standardised by
             its observed values (:mod:`tnpx.apply.predict_missing`).
-        targets: a DataFrame or CSV path with the input columns.
+        targets: a DataFrame or CSV path with the input columns. For a count model trained
+            with an exposure column (its checkpoint names it), the context and the targets
+            both need that column: the context is read as rates per unit exposure and each
+            target's counts are predicted at its exposure (docs/site/likelihoods.md).
         x_cols, y_cols: input and output column names. For a checkpoint that stores its
             columns' names (trained on your data) they are matched to those by name, in any
             order (default: the model's names); for any other model they go to it in the
