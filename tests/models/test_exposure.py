@@ -12,7 +12,7 @@ import torch
 
 from tests.helpers.small_models import predict, small_model
 from tnpx.batch import Batch
-from tnpx.models.exposure import predict_exposed, predict_with_exposures
+from tnpx.models.exposure import predict_exposed, predict_with_exposures, rates_batch
 
 COUNTS = ("poisson", "negative-binomial")
 
@@ -130,3 +130,13 @@ def test_an_exposure_of_the_wrong_shape_is_named():
         ValueError, match=r"exposure_t: expected shape \[3, 7, 1\], got \[3, 3, 1\]"
     ):
         predict_exposed(model, Batch(batch.xc, batch.yc, batch.xt, batch.yt, info=wrong))
+
+
+def test_a_batch_as_rates_divides_each_side_by_its_exposures():
+    batch = count_batch()
+    rates = rates_batch(batch)
+    assert not set(rates.info) & {"exposure_c", "exposure_t"}
+    torch.testing.assert_close(rates.yc, batch.yc / batch.info["exposure_c"].float())
+    torch.testing.assert_close(rates.yt, batch.yt / batch.info["exposure_t"].float())
+    plain = Batch(batch.xc, batch.yc, batch.xt, batch.yt)
+    assert rates_batch(plain) is plain

@@ -67,7 +67,7 @@ def predict_with_exposures(
         refuse_exposures(model, exposure_c, exposure_t)
         return model(xc, yc, xt, mask_c=mask_c, mask_yc=mask_yc)  # every exposure is 1
     if exposure_c is not None and isinstance(yc, torch.Tensor):  # else validation names yc
-        yc = yc / _checked(exposure_c, yc, model.dim_y, "exposure_c").to(yc)  # rates per unit
+        yc = per_unit(yc, exposure_c, model.dim_y, "exposure_c")
     prediction = model(xc, yc, xt, mask_c=mask_c, mask_yc=mask_yc)
     if exposure_t is None:
         return prediction
@@ -83,6 +83,26 @@ def without_exposures(batch: Batch) -> Batch:
         return batch
     info = {k: v for k, v in batch.info.items() if k not in KEYS}
     return replace(batch, info=info)
+
+
+def rates_batch(batch: Batch) -> Batch:
+    """``batch`` with its outputs per unit exposure (``yc / exposure_c``, ``yt /
+    exposure_t``) and no exposures left: what a figure draws beside a count model's rate (its
+    prediction at exposure 1). The same batch where it carries none."""
+    if not any(key in batch.info for key in KEYS):
+        return batch
+    e_c, e_t, dim_y = batch.info.get("exposure_c"), batch.info.get("exposure_t"), batch.yc.shape[-1]
+    yc = batch.yc if e_c is None else per_unit(batch.yc, e_c, dim_y, "exposure_c")
+    yt = batch.yt
+    if e_t is not None and yt is not None:
+        yt = per_unit(yt, e_t, dim_y, "exposure_t")
+    return replace(without_exposures(batch), yc=yc, yt=yt)
+
+
+def per_unit(y: torch.Tensor, exposure: torch.Tensor, dim_y: int, key: str) -> torch.Tensor:
+    """Counts ``y [batch, n, dim_y]`` as rates per unit ``exposure`` ``[batch, n, 1]``
+    (named ``key`` in messages), in ``y``'s dtype."""
+    return y / _checked(exposure, y, dim_y, key).to(y)
 
 
 def refuse_exposures(model: NeuralProcess, *exposures: torch.Tensor | None) -> None:
