@@ -1,5 +1,5 @@
 """A user's table of many tasks for the tests: noisy sine curves, and a tiny config that trains
-on them (the `table` task source)."""
+on them (the `table` task source); weekly case counts with an exposure column."""
 
 from __future__ import annotations
 
@@ -30,3 +30,18 @@ def write_sines(path, n_curves: int = 60, seed: int = 0) -> pd.DataFrame:
     frame = pd.concat(rows, ignore_index=True)
     frame.to_csv(path, index=False)
     return frame
+
+
+def counts_table(n_sites: int = 12, seed: int = 0) -> pd.DataFrame:
+    """Weekly case counts per site, sites of 6 to 14 weeks (so batches pad), each week's
+    exposure in person-years (log-uniform on [0.2, 5]) times a rate per person-year that
+    varies smoothly by week: ``site, week, person_years, cases``."""
+    rng = np.random.default_rng(seed)
+    parts = []
+    for site in range(n_sites):
+        week = np.arange(rng.integers(6, 15), dtype=float)
+        exposure = np.exp(rng.uniform(np.log(0.2), np.log(5.0), len(week)))
+        cases = rng.poisson(exposure * np.exp(1 + np.sin(week / 2 + site)))
+        parts.append(pd.DataFrame({"site": f"s{site}", "week": week,
+                                   "person_years": exposure, "cases": cases}))  # fmt: skip
+    return pd.concat(parts, ignore_index=True)

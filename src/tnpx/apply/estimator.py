@@ -23,7 +23,7 @@ from .estimator_names import (
     input_names,
     output_names,
 )
-from .predict import extrapolation_limits, resolve
+from .predict import extrapolation_limits, refuse_exposure, resolve
 from .predict_missing import check_missing_y
 from .predict_steps import Options, stream_prediction
 from .unit_choice import ExtrapolationLimits
@@ -153,6 +153,8 @@ class NPRegressor(RegressorMixin, BaseEstimator):
             CheckpointError: ``model`` is neither a shipped name nor a readable checkpoint.
         """
         resolved = None if self._is_factory() else resolve(self.model)
+        if resolved is not None:  # its X has no exposure column to pass
+            refuse_exposure(resolved, "NPRegressor")
         units = None if resolved is None else resolved.units
         X, y = validate_context(self, dates_as_numbers(X, units), y)
         n_outputs = 1 if y.ndim == 1 else y.shape[1]

@@ -25,6 +25,7 @@ import numpy as np
 import torch
 
 from ..likelihoods import model_family, output_scaling, quantile, scaling_rule
+from ..models.exposure import predict_with_exposures
 from ..units import Affine
 from .model_columns import STATS
 from .predict_values import can_stream
@@ -93,19 +94,24 @@ def family_arrays(
     probs: tuple[float, ...],
     chunk_size: int = 16384,
     observed: np.ndarray | None = None,
+    exposure_c: np.ndarray | None = None,
+    exposure_t: np.ndarray | None = None,
 ) -> dict[str, np.ndarray]:
     """One task's prediction in the model's units (float64): ``mean`` and ``std`` ``[n_tgt,
     dim_y]``, the family's quantiles at ``probs`` (``q [len(probs), n_tgt, dim_y]``) and, for a
     family with a point mass at zero, ``p0 [n_tgt, dim_y]`` (``P(y = 0)``). Inputs as
-    :func:`~tnpx.apply.predict_values.predict_arrays`'; targets are predicted ``chunk_size``
-    at a time where the model can stream (each chunk one call: its targets do not interact)."""
+    :func:`~tnpx.apply.predict_values.predict_arrays`'; a count model's exposures
+    ``exposure_c [n_ctx]`` and ``exposure_t [n_tgt]`` (None: 1; :mod:`tnpx.models.exposure`).
+    Targets are predicted ``chunk_size`` at a time where the model can stream (each chunk one
+    call: its targets do not interact)."""
     dtype = model.dtype or torch.get_default_dtype()
     device = model.device or torch.device("cpu")
 
     def tensor(a: np.ndarray) -> torch.Tensor:
         return torch.as_tensor(a, dtype=dtype, device=device).unsqueeze(0)
 
-    masked = {} if observed is None else {"mask_yc": torch.as_tensor(observed, device=device)[None]}
+    mask_yc = None if observed is None else torch.as_tensor(observed, device=device)[None]
+    e_c = None if exposure_c is None else tensor(exposure_c[:, None])  # [1, n_ctx, 1]
     step = chunk_size if can_stream(model) else max(len(xt), 1)
     zero_mass = model_family(model) in ZERO_MASS
     parts: list[dict[str, torch.Tensor]] = []
@@ -114,7 +120,11 @@ def family_arrays(
     try:
         with torch.no_grad():
             for start in range(0, len(xt), step):
-                pred = model(tensor(xc), tensor(yc), tensor(xt[start : start + step]), **masked)
+                part_t = slice(start, start + step)
+                e_t = None if exposure_t is None else tensor(exposure_t[part_t, None])
+                pred = predict_with_exposures(
+                    model, tensor(xc), tensor(yc), tensor(xt[part_t]), None, mask_yc, e_c, e_t
+                )
                 part = {"mean": pred.mean[0], "std": pred.stddev[0]}
                 part["q"] = torch.stack([quantile(pred, q)[0] for q in probs]).to(pred.mean)
                 if zero_mass:

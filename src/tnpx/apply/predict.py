@@ -113,6 +113,7 @@ class Resolved(NamedTuple):
     stored: tuple | None = None
     units: dict | None = None
     trained: TrainingRange | None = None  # where it was trained (:mod:`.training_range`)
+    exposure: str | None = None  # a count model's exposure column (stored_exposure)
 
 
 def resolve(model) -> Resolved:
@@ -135,6 +136,7 @@ def resolve(model) -> Resolved:
         experiment_from_record,
         model_from_record,
         read_checkpoint,
+        stored_exposure,
         stored_input_units,
         stored_units,
     )
@@ -146,6 +148,7 @@ def resolve(model) -> Resolved:
     stored = stored_units(record, path)
     units = stored_input_units(record, path) if stored is not None else None
     trained = read_training_range(record, path) if stored is not None else None
+    exposure = stored_exposure(record, path)
     try:
         experiment = experiment_from_record(record)
     except ValueError as err:  # recorded by another tnpx version, say: never guess a domain
@@ -154,10 +157,23 @@ def resolve(model) -> Resolved:
             "the tnpx that trained it, or re-save the model with tnpx.save"
         ) from None
     if experiment is None:
-        return Resolved(net, None, f"{path} records no training experiment", stored, units, trained)
+        why = f"{path} records no training experiment"
+        return Resolved(net, None, why, stored, units, trained, exposure)
     domain = training_domain(experiment)
     why = f"{path}'s data sampler {experiment.data.get('name')!r} has no domain"
-    return Resolved(net, domain, why, stored, units, trained)
+    return Resolved(net, domain, why, stored, units, trained, exposure)
+
+
+def refuse_exposure(resolved: Resolved, path: str) -> None:
+    """A ``ValueError`` (one line) where ``resolved`` was trained with an exposure column and
+    ``path`` (``NPRegressor``, ``ContextStream``) takes no exposures: its predictions would be
+    for exposure 1, which the user did not ask for."""
+    if resolved.exposure is not None:
+        raise ValueError(
+            f"{path} takes no exposure, and the model was trained with the exposure column "
+            f"{resolved.exposure!r}; use tnpx.predict (tnpx predict) with that column in the "
+            "context and the targets"
+        )
 
 
 def resolve_model(model) -> tuple[NeuralProcess, tuple[float, float] | None, str]:
@@ -231,7 +247,10 @@ def predict(
             (NaN, an empty cell) where the model reads missing outputs (built with
             ``missing_outputs=True``): they are masked, and each output is standardised by
             its observed values (:mod:`tnpx.apply.predict_missing`).
-        targets: a DataFrame or CSV path with the input columns.
+        targets: a DataFrame or CSV path with the input columns. For a count model trained
+            with an exposure column (its checkpoint names it), the context and the targets
+            both need that column: the context is read as rates per unit exposure and each
+            target's counts are predicted at its exposure (docs/site/likelihoods.md).
         x_cols, y_cols: input and output column names. For a checkpoint that stores its
             columns' names (trained on your data) they are matched to those by name, in any
             order (default: the model's names); for any other model they go to it in the
@@ -294,7 +313,7 @@ def predict(
     options = Options(
         x_cols, y_cols, scale_inputs, standardise_outputs, input_scale, output_scale, domain,
         level, chunk_size, drop_missing, allow_extrapolation, extrapolation_limits(model),
-        scaling, resolved.stored, resolved.units, resolved.trained, quantiles,
+        scaling, resolved.stored, resolved.units, resolved.trained, quantiles, resolved.exposure,
     )  # fmt: skip
     net, recorded, why = resolved[:3]
     plan, blocks = stream_prediction(net, recorded, why, context, targets, options, rows=None)

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
-from ..likelihoods import model_family
+from ..likelihoods import model_family, read_exposure
 from ..units import UnitMap
 from ..user_files import read_table, warn_user
 from ..user_table import Dropped, UserTable
@@ -72,6 +72,7 @@ class Options:
     units: dict | None = None  # the checkpoint's {input column: unit} (coordinate_units)
     trained: TrainingRange | None = None  # where it was trained (checked with stored maps)
     quantiles: tuple = ()  # a column <y>_q<p> per p (tnpx.apply.family_columns)
+    exposure: str | None = None  # the checkpoint's exposure column: context and targets need it
 
     def __post_init__(self):
         object.__setattr__(self, "quantiles", check_quantiles(self.quantiles))
@@ -86,7 +87,8 @@ class Options:
 @dataclass
 class Plan:
     """One prediction's model, unit map and context in the model's units (``xc [n_ctx,
-    dim_x]``, ``yc [n_ctx, dim_y]``, 0.0 at a missing output); ``observed [n_ctx, dim_y]``:
+    dim_x]``, ``yc [n_ctx, dim_y]``, 0.0 at a missing output; a count model's exposures
+    ``exposure_c [n_ctx]``, never mapped); ``observed [n_ctx, dim_y]``:
     False at the missing outputs (None: none missing); ``far`` counts the far targets over the
     blocks."""
 
@@ -102,6 +104,7 @@ class Plan:
     observed: np.ndarray | None = None
     shown: list | None = None  # the result's columns in the user's order (model_columns)
     outside: OutsideTraining | None = None  # values past the training range (training_range)
+    exposure_c: np.ndarray | None = None  # [n_ctx]: the context's exposures (options.exposure)
 
     @property
     def dtype(self) -> torch.dtype:
@@ -223,15 +226,28 @@ def predict_block(plan: Plan, targets: UserTable) -> pd.DataFrame:
     with np.errstate(over="ignore", invalid="ignore"):  # overflow is checked for, and named
         xt_model = plan.units.inputs(xt)
         check_model_range(table, positions, xt, xt_model, plan.x_cols, plan.dtype)
-        frame = _result_rows(plan, targets.inputs(), xt_model)
+        frame = _result_rows(plan, targets.inputs(), xt_model, _exposures(plan, targets))
     check_finite_result(table, positions, frame, len(plan.x_cols))
     return frame if plan.shown is None else frame[plan.shown]
 
 
-def _result_rows(plan: Plan, inputs: pd.DataFrame, xt_model: np.ndarray) -> pd.DataFrame:
-    """The result columns at targets ``xt_model [n, dim_x]`` (model units) in the user's: a
-    Gaussian model's mean, std and Gaussian interval as always (and its quantiles), another
-    family's columns by its distribution (:mod:`tnpx.apply.family_columns`)."""
+def _exposures(plan: Plan, table: UserTable) -> np.ndarray | None:
+    """``[n_kept]``: the exposures of ``table``'s kept rows, each checked (a
+    :class:`DataError` naming a missing column, or the row); None for a model without one."""
+    column = plan.options.exposure
+    if column is None:
+        return None
+    why = "the model's exposure: it was trained with one"
+    return read_exposure(table.source, column, table.positions, named_by=why)
+
+
+def _result_rows(
+    plan: Plan, inputs: pd.DataFrame, xt_model: np.ndarray, exposure_t: np.ndarray | None = None
+) -> pd.DataFrame:
+    """The result columns at targets ``xt_model [n, dim_x]`` (model units; a count model's
+    exposures ``exposure_t [n]``) in the user's: a Gaussian model's mean, std and Gaussian
+    interval as always (and its quantiles), another family's columns by its distribution
+    (:mod:`tnpx.apply.family_columns`)."""
     o, masked = plan.options, {} if plan.observed is None else {"observed": plan.observed}
     if model_family(plan.net) == "gaussian":
         mean, std = predict_arrays(plan.net, plan.xc, plan.yc, xt_model, o.chunk_size, **masked)
@@ -239,7 +255,10 @@ def _result_rows(plan: Plan, inputs: pd.DataFrame, xt_model: np.ndarray) -> pd.D
         frame = prediction_frame(inputs, plan.y_cols, mean, std, o.level)
         return add_normal_quantiles(frame, plan.y_cols, mean, std, o.quantiles)
     probs = (*interval_probs(o.level), *o.quantiles)
-    arrays = family_arrays(plan.net, plan.xc, plan.yc, xt_model, probs, o.chunk_size, **masked)
+    arrays = family_arrays(
+        plan.net, plan.xc, plan.yc, xt_model, probs, o.chunk_size, **masked,
+        exposure_c=plan.exposure_c, exposure_t=exposure_t,  # None: a model without exposures
+    )  # fmt: skip
     return family_frame(inputs, plan.y_cols, arrays, plan.units.y, plan.net, o.quantiles)
 
 
@@ -273,6 +292,9 @@ def stream_prediction(
         return target_extremes(reads, options.drop_missing, head.name)
 
     plan = plan_prediction(net, recorded, why, context, extremes, options)
+    plan.exposure_c = _exposures(plan, context)
+    if options.exposure is not None:
+        plan.record["exposure"] = options.exposure  # the column the counts are predicted for
     plan.shown = columns.result_order(result_stats(net, options.quantiles))
     return plan, _blocks(plan, reads, head.name)
 

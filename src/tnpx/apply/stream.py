@@ -179,7 +179,7 @@ def _resolve(model, scaling: str) -> tuple[NeuralProcess, UnitMap | None]:
     map the stream maps with under ``scaling`` (None: the model's units)."""
     from ..checkpoint import CheckpointError
     from ..models import list_models
-    from .predict import resolve
+    from .predict import refuse_exposure, resolve
 
     if scaling == "context":
         raise ValueError(
@@ -203,6 +203,7 @@ def _resolve(model, scaling: str) -> tuple[NeuralProcess, UnitMap | None]:
             "scaling='stored': the model stores no normalisation (only a model trained on "
             "your data with tnpx train does); use scaling='auto' or 'none'"
         )
+    refuse_exposure(resolved, "ContextStream")
     use = resolved.stored is not None and scaling != "none"
     units = resolved.stored[0] if use else None
     _check_output_map(resolved.net, units)

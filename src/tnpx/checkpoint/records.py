@@ -258,6 +258,26 @@ def stored_units(record: dict, source: str | os.PathLike):
     return UnitMap(maps["x"], maps["y"]), columns["x"], columns["y"]
 
 
+def stored_exposure(record: dict, source: str | os.PathLike) -> str | None:
+    """The exposure column a count model trained on a user's data was given
+    (``record["normalisation"]["exposure"]["column"]``: the ``table`` source's option
+    ``exposure``); None where it records none (every other checkpoint: exposure 1).
+
+    Raises:
+        CheckpointError: the record is there but names no column (one line).
+    """
+    part = (record.get("normalisation") or {}).get("exposure")
+    if part is None:
+        return None
+    column = part.get("column") if isinstance(part, dict) else None
+    if not isinstance(column, str) or not column:
+        raise CheckpointError(
+            f"{source}: its stored exposure column cannot be read (expected {{column: <name>}}, "
+            f"got {part!r}); retrain or re-save it"
+        )
+    return column
+
+
 def stored_input_units(record: dict, source: str | os.PathLike) -> dict[str, str] | None:
     """The unit of each input column a checkpoint's stored normalisation records
     (``record["normalisation"]["x"]["units"]``: ``"hours since 1970-01-01"`` for a time input,

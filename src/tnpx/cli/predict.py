@@ -53,6 +53,7 @@ def _predict_and_write(args) -> int:
         args.input_range, args.output_scale, args.domain, args.level, args.chunk_size,
         args.drop_missing, args.allow_extrapolation, extrapolation_limits(args.model),
         args.scaling, resolved.stored, resolved.units, resolved.trained, args.quantiles,
+        resolved.exposure,
     )  # fmt: skip
     plan, blocks = stream_prediction(
         net, recorded, why, args.context, args.targets, options, rows=args.chunk_size

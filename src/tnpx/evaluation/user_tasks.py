@@ -9,9 +9,11 @@ count's or a 0/1 outcome's probability, nor a dry day's), the RMSE and the CRPS 
 model) does not move. Beside it, on the same tasks: a GP fitted to each task's context
 alone (the ``gp`` model, the ``gp`` extra) and the context's mean and std (``context-moments``),
 with the model's LL less each baseline's paired over tasks (positive: the model is better).
-The baselines predict Gaussians: for a model whose LL is partly a probability (``poisson``,
-``negative-binomial``, ``bernoulli``, ``bernoulli-gamma``, ``beta`` with spikes) that difference
-means nothing and is not given; the CRPS, a score of any distribution, compares them.
+The baselines read the context's outputs as they are (a count model's exposures, which they
+know nothing of, are left out of their batches). They predict Gaussians: for a model whose
+LL is partly a probability (``poisson``, ``negative-binomial``, ``bernoulli``,
+``bernoulli-gamma``, ``beta`` with spikes) that difference means nothing and is not given; the
+CRPS, a score of any distribution, compares them.
 
 Each standard error comes twice: over tasks (every task independent), and over the split's
 clusters (:mod:`tnpx.evaluation.clusters`: the test windows of one month, the draws of one test
@@ -38,6 +40,7 @@ from ..likelihoods import covered as in_interval
 from ..likelihoods import crps as crps_of
 from ..likelihoods import density_points, is_continuous
 from ..models import NeuralProcess, build_model
+from ..models.exposure import without_exposures
 from .clusters import cluster_rule, clustered_se
 from .coverage_flags import coverage_by_context
 from .protocol import Z95, mean_se
@@ -92,8 +95,11 @@ def output_scale(sampler: TaskSampler, dim_y: int) -> np.ndarray:
 
 
 @torch.no_grad()
-def per_task(model: NeuralProcess, sampler: TaskSampler, n_batches: int) -> dict[str, np.ndarray]:
-    """Per task of test batches ``0..n_batches-1``, in the source's model units: ``ll
+def per_task(
+    model: NeuralProcess, sampler: TaskSampler, n_batches: int, exposures: bool = True
+) -> dict[str, np.ndarray]:
+    """Per task of test batches ``0..n_batches-1``, in the source's model units (``exposures``
+    False: the batches' exposures left out, for a baseline that knows none): ``ll
     [tasks]`` (per real target point), ``mse [tasks, dim_y]`` (NaN for an output a task never
     observes at a target), ``covered [tasks]``, ``outputs [tasks, dim_y]``: the observed
     outputs per scored target (ones without missing outputs), what the LL's shift to the data's
@@ -105,6 +111,7 @@ def per_task(model: NeuralProcess, sampler: TaskSampler, n_batches: int) -> dict
     labels, rule, likelihood = [], cluster_rule(sampler), likelihood_of(model)
     for i in range(n_batches):
         batch = batch_at(sampler, i, split="test")
+        batch = batch if exposures else without_exposures(batch)
         labels += rule.labels(batch, i)
         n_ctx = batch.xc.shape[1] if batch.mask_c is None else batch.mask_c.sum(1)
         out["n_ctx"].append(torch.as_tensor(n_ctx).expand(batch.xc.shape[0]))
@@ -205,7 +212,7 @@ def evaluate_tasks(
     others = [(name, build_model(name, model.dim_x, model.dim_y), sampler) for name in baselines]
     others += [(name, m, s) for name, (m, s) in (against or {}).items()]
     for name, other, other_sampler in others:
-        theirs = per_task(other, other_sampler, n_batches)
+        theirs = per_task(other, other_sampler, n_batches, exposures=name not in baselines)
         their_scale = output_scale(other_sampler, model.dim_y)
         rows.append(summarise(name, theirs, their_scale, unit))
         rows[0].crps_vs[name] = _paired_crps(theirs, their_scale, ours, scale_y)

@@ -15,6 +15,7 @@ family's outputs are scaled from the user's units (loc 0 for amounts, nothing fo
 A primitive: it imports no room of tnpx (tests/boundary/test_layers.py).
 """
 
+from .counts import EXPOSURE_FAMILIES
 from .gaussian import SCALE_TRANSFORMS, HeteroscedasticGaussian, HomoscedasticGaussian, normal_crps
 from .options import (
     FAMILIES,
@@ -31,9 +32,10 @@ from .options import (
 )
 from .scaling import SCALING_RULES, density_points, is_continuous, output_scaling, scaling_rule
 from .scores import covered, crps, quantile, target_log_prob
-from .support import check_support
+from .support import check_exposure, check_support, read_exposure
 
 __all__ = [
+    "EXPOSURE_FAMILIES",
     "FAMILIES",
     "FAMILY_OPTIONS",
     "SCALE_TRANSFORMS",
@@ -42,6 +44,7 @@ __all__ = [
     "HeteroscedasticGaussian",
     "HomoscedasticGaussian",
     "build_likelihood",
+    "check_exposure",
     "check_support",
     "covered",
     "crps",
@@ -56,6 +59,7 @@ __all__ = [
     "output_scaling",
     "parse_likelihood",
     "quantile",
+    "read_exposure",
     "refuse_family",
     "scaling_rule",
     "target_log_prob",

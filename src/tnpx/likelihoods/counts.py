@@ -4,8 +4,9 @@ total_count``).
 
 Both take an optional ``exposure`` (``[b, n_tgt, dim_y]`` or broadcastable, > 0): the rate,
 or the mean, is multiplied by it (cases per population, counts per hour observed). The heads'
-``forward(raw, exposure=None)`` accept it; no data source passes an exposure column to a model
-yet, so models call the heads without one (exposure 1).
+``forward(raw, exposure=None)`` accept it; models call the heads without one (exposure 1) and
+:mod:`tnpx.models.exposure` puts a batch's exposures on the prediction (the ``table`` source's
+option ``exposure``, the ``gp-link`` sampler's ``exposure_c`` / ``exposure_t``).
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from torch.distributions import NegativeBinomial, Poisson
 
 from .numerics import PlainHead, Scored, betainc, positive
 
+# the families whose prediction takes an exposure (a data source's option ``exposure``)
+EXPOSURE_FAMILIES = ("poisson", "negative-binomial")
 MAX_LOG_RATE = 30.0  # exp(30) ~ 1e13 counts: beyond, float32 rates lose all precision
 
 
@@ -52,6 +55,16 @@ class NegativeBinomialPrediction(_Counts, NegativeBinomial):
         mean = mean if exposure is None else mean * exposure
         logits = mean.log() - total_count.log()
         super().__init__(total_count, logits=logits, validate_args=False)
+
+    @classmethod
+    def from_logits(
+        cls, total_count: torch.Tensor, logits: torch.Tensor
+    ) -> NegativeBinomialPrediction:
+        """The prediction of ``total_count`` r and ``logits`` ``log(mean / r)`` taken as they
+        are (no round trip through the mean: a logit shifted by ``log 1`` stays bit for bit)."""
+        prediction = cls.__new__(cls)
+        NegativeBinomial.__init__(prediction, total_count, logits=logits, validate_args=False)
+        return prediction
 
     def cdf(self, value: torch.Tensor) -> torch.Tensor:
         k = torch.floor(value.double())

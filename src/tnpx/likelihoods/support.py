@@ -1,5 +1,6 @@
 """Whether data fits a family's support: :func:`check_support` names the first value that does
-not (row and column) in one line, before a model is trained on it or scored against it."""
+not (row and column) in one line, before a model is trained on it or scored against it;
+:func:`check_exposure` does the same for a count model's exposure column."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
-from ..user_files import DataError
+from ..user_files import DataError, Table, require_columns
+from ..user_table import numeric_rows
 from .options import parse_likelihood
 
 # family -> (test of a value, what the values must be)
@@ -49,13 +51,67 @@ def check_support(
     if key not in _RULES:
         return
     test, must = _RULES[key]
+    why = f"which likelihood {family} needs; fix the value or choose another likelihood"
+    first_outside(values, test, must, why, names, rows, where, row_text)
+
+
+def check_exposure(
+    exposure,
+    name: str,
+    where: str = "the data",
+    row_text: Callable[[int], str] | None = None,
+) -> None:
+    """A :class:`~tnpx.DataError` naming the first row of ``exposure [n_rows]`` (the column
+    ``name``) that is not a finite number > 0: a count's rate is multiplied by it, so a zero
+    or negative exposure has no count law (NaN is refused too, never taken as missing)."""
+    values = np.asarray(exposure, dtype=np.float64).reshape(-1, 1)
     with np.errstate(invalid="ignore"):
-        bad = ~test(values) & ~np.isnan(values)
+        ok = np.isfinite(values) & (values > 0)
+    why = "as an exposure needs (a count's rate is multiplied by it); fix or remove that row"
+    first_outside(values, ok, "a finite number > 0", why, [name], None, where, row_text)
+
+
+def read_exposure(
+    table: Table, column: str, positions: np.ndarray | None = None, named_by: str = "exposure"
+) -> np.ndarray:
+    """The exposure ``column`` of ``table`` as float64 ``[rows]`` (the rows at ``positions``
+    only, where given), each value checked a finite number > 0 by :func:`check_exposure`: a
+    :class:`~tnpx.DataError` naming the row and the column, or the column if ``table`` lacks
+    it (``named_by``: what asks for it). A missing value is refused like a 0, never dropped."""
+    require_columns(table, [column], named_by=named_by)
+    missing = table.frame[column].isna().to_numpy()
+    frame = table.frame[[column]].where(~missing[:, None], 1.0)  # the others checked numbers
+    values = numeric_rows(Table(frame, table.name, table.from_file, table.offset), [column])
+    values = values.to_numpy(copy=True)[:, 0]
+    values[missing] = np.nan  # refused below, naming the row
+    at = np.arange(len(values)) if positions is None else np.asarray(positions)
+    check_exposure(values[at], repr(column), table.name, lambda i: table.where(int(at[i])))
+    return values[at]
+
+
+def first_outside(
+    values: np.ndarray,
+    test,
+    must: str,
+    why: str,
+    names: Sequence[str],
+    rows: Sequence | None = None,
+    where: str = "the data",
+    row_text: Callable[[int], str] | None = None,
+) -> None:
+    """A :class:`~tnpx.DataError` naming the first row and column of ``values [n_rows,
+    n_columns]`` where ``test`` (a function of the values, or its result ``[n_rows,
+    n_columns]`` bool) fails: ``<where>: <row>, column <name> = <value> is not <must>, <why>``.
+    A NaN fails only where ``test`` is an array that says so (a function's NaN is missing)."""
+    if callable(test):
+        with np.errstate(invalid="ignore"):
+            bad = ~test(values) & ~np.isnan(values)
+    else:
+        bad = ~test
     if bad.any():
         i, j = np.argwhere(bad)[0]
         row = row_text(int(i)) if row_text else f"row {rows[i] if rows is not None else i}"
         raise DataError(
-            f"{where}: {row}, column {names[j]} = {values[i, j]:g} is not {must}, which "
-            f"likelihood {family} needs; fix the value or choose another likelihood "
+            f"{where}: {row}, column {names[j]} = {values[i, j]:g} is not {must}, {why} "
             f"({int(bad.sum())} such value(s))"
         )

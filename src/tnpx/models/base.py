@@ -36,6 +36,7 @@ from ..input_checks import validate_inputs
 from ..likelihoods import HeadHyper, likelihood_head  # noqa: F401 (the models' head options)
 from .centring import centring_refusal, context_output_mean, shifted
 from .context import ContextEncoding, RawContext, joined_chunks, per_output_mask
+from .exposure import predict_exposed
 from .registry import missing_outputs_models, missing_outputs_refusal
 
 
@@ -204,8 +205,7 @@ class NeuralProcess(nn.Module):
 
     def _validate(self, xc, yc, xt, mask_c):
         ref = self._reference()
-        dtype = ref.dtype if ref is not None else None
-        device = ref.device if ref is not None else None
+        dtype, device = (None, None) if ref is None else (ref.dtype, ref.device)
         return validate_inputs(xc, yc, xt, mask_c, self.dim_x, self.dim_y, dtype, device)
 
     def _observed_outputs(self, yc, mask_yc) -> tuple[torch.Tensor, torch.Tensor | None]:
@@ -306,8 +306,8 @@ class NeuralProcess(nn.Module):
         return joined_chunks(parts, self.name)
 
     def predict_batch(self, batch: Batch) -> Distribution:
-        """Predict for a :class:`~tnpx.batch.Batch` (models may use ``batch.info``)."""
-        return self(batch.xc, batch.yc, batch.xt, mask_c=batch.mask_c, mask_yc=batch.mask_yc)
+        """Predict for a :class:`~tnpx.batch.Batch` (its exposures: :mod:`.exposure`)."""
+        return predict_exposed(self, batch)  # without exposures: self(xc, yc, xt, masks)
 
     def log_likelihood(self, batch: Batch, pred: Distribution | None = None) -> torch.Tensor:
         """Per-task LL per target point ``[batch]``: ``log_prob`` summed over output

@@ -17,6 +17,8 @@ from ..gp.kernels import KERNELS, canonical_kernel, is_stationary, kernel_matrix
 from ..gp.kernels_anisotropic import anisotropic_kernel_matrix
 from ..input_checks import validate_inputs
 from .base import NeuralProcess
+from .exposure import KEYS as EXPOSURE_KEYS
+from .exposure import refuse_exposures
 from .registry import register
 
 
@@ -125,6 +127,7 @@ class GPOracle(NeuralProcess):
         return cov + self.hyper.noise_tgt**2 * eye
 
     def predict_batch(self, batch: Batch):
+        refuse_exposures(self, *(batch.info.get(k) for k in EXPOSURE_KEYS))  # a Gaussian's
         needed = ("kernel", "lengthscale", "period", "variance", "noise_ctx", "noise_tgt")
         if "transform" in batch.info:  # anisotropic kernels (tnpx.data.synthetic.gp2d_composite)
             needed = ("kernel", "transform", "variance", "noise_ctx", "noise_tgt")

@@ -12,6 +12,8 @@ from ..batch import Batch
 from ..data import TaskSampler, batch_at
 from ..extras import pyplot
 from ..models import NeuralProcess, build_model
+from ..models.exposure import KEYS as EXPOSURE_KEYS
+from ..models.exposure import rates_batch
 from .data_units import DataUnits, _real
 from .figures import save_figure
 
@@ -57,6 +59,10 @@ def plot_1d_tasks(
     hi = max(batch.xc[real_c].max().item(), batch.xt[real_t].max().item())
     pad = 0.05 * (hi - lo)
     grid = torch.linspace(lo - pad, hi + pad, n_grid).view(1, -1, 1).expand(n_tasks, -1, -1)
+    # counts of unequal exposure are drawn per unit exposure, beside the model's rate (the
+    # grid's points have none); the context the models see is then the rates they read
+    per_unit = any(k in batch.info for k in EXPOSURE_KEYS)
+    batch = rates_batch(batch)
     dense = Batch(batch.xc, batch.yc, grid.contiguous(), mask_c=batch.mask_c, info=batch.info)
     curves = {label: m.eval().cpu().predict_batch(dense) for label, m in models.items()}
     if oracle and "kernel" in batch.info:
@@ -95,6 +101,6 @@ def plot_1d_tasks(
         title = titles[i] if titles else f"task {i}: {int(real_c[i].sum())} context points"
         ax.set_title(title, fontsize=9)
         ax.set_xlabel(units.x_name)
-    axes[0, 0].set_ylabel(units.y_name)
+    axes[0, 0].set_ylabel(f"{units.y_name} per unit exposure" if per_unit else units.y_name)
     axes[0, 0].legend(fontsize=7, loc="best")
     return save_figure(fig, path)

@@ -59,9 +59,13 @@ def test_the_gaussian_head_trains_on_the_tasks(family, tmp_path):
     # 50 steps of a tiny tnp with the default (Gaussian) likelihood: the loss falls and the
     # trained model's log-likelihood on test tasks beats the untrained one's
     dim_y = 2 if family == "lowrank-gaussian" else 1
+    # counts at exposure 1, as configs/likelihoods/poisson.yaml: a Gaussian head cannot use
+    # other exposures and refuses them (tnpx.models.exposure)
+    ones = {"exposure_range": [1.0, 1.0]} if family == "poisson" else {}
+    data = {"name": "gp-link", "family": family, "batch_size": 8, "n_tgt": 32, "max_ctx": 32}
     config = {
         "model": {**TINY_MODEL, "dim_x": 1, "dim_y": dim_y},
-        "data": {"name": "gp-link", "family": family, "batch_size": 8, "n_tgt": 32, "max_ctx": 32},
+        "data": {**data, **ones},
         "optim": {"name": "adamw", "lr": 3.0e-3},
         "schedule": {"name": "constant", "warmup_steps": 0, "min_lr_ratio": 0.0},
         "train": {
@@ -90,3 +94,10 @@ def test_the_gaussian_head_trains_on_the_tasks(family, tmp_path):
     after = score(result.model.eval())
     assert result.steps_done == 50 and torch.isfinite(torch.tensor(result.final_loss))
     assert after > before + 0.2, (before, after)
+
+
+def test_the_gaussian_head_refuses_count_tasks_of_varying_exposure():
+    sampler = build_sampler("gp-link", 4, 0, family="poisson", exposure_range=[0.5, 2.0])
+    model = tnpx.build_model("tnp", 1, 1, **{k: v for k, v in TINY_MODEL.items() if k != "name"})
+    with pytest.raises(ValueError, match="only a model with likelihood poisson or negative-"):
+        model.log_likelihood(batch_at(sampler, 0, split="test"))

@@ -62,7 +62,9 @@ class TableSampler(TaskSampler):
 
     A batch's ``info["task"]`` ``[batch]`` holds each task's index into
     :meth:`task_keys` of its split; its ``mask_yc`` / ``mask_yt`` mark missing outputs (None
-    where a batch has none).
+    where a batch has none). With the option ``exposure``, ``info["exposure_c"]`` ``[batch,
+    n_ctx, 1]`` and ``info["exposure_t"]`` ``[batch, n_tgt, 1]`` hold each point's exposure
+    (float64, as in the table; 1 at padding).
     """
 
     splits_tasks: ClassVar[bool] = True
@@ -100,9 +102,10 @@ class TableSampler(TaskSampler):
     def normalisation(self) -> dict:
         """The affine maps applied to every split, fitted on the training tasks' rows:
         ``value_model = (value - loc) / scale`` per column, as plain lists (storable); per
-        input column its ``range`` ``[low, high]`` over the training tasks' rows."""
+        input column its ``range`` ``[low, high]`` over the training tasks' rows; with the
+        option ``exposure``, ``exposure: {column: <name>}`` (never mapped)."""
         dx = self.dim_x
-        return {
+        stored = {
             "x": {
                 "columns": list(self.x_cols),
                 "loc": self._loc[:dx],
@@ -111,6 +114,9 @@ class TableSampler(TaskSampler):
             },  # fmt: skip
             "y": {"columns": list(self.y_cols), "loc": self._loc[dx:], "scale": self._scale[dx:]},
         }
+        if self.table_config.exposure is not None:  # tnpx.predict asks context and targets for it
+            stored["exposure"] = {"column": self.table_config.exposure}
+        return stored
 
     @property
     def missing_outputs(self) -> bool:
@@ -159,10 +165,14 @@ class TableSampler(TaskSampler):
         rows = rows[((seg << 40) | noise).argsort(stable=True)]
         is_ctx = rank < n_ctx[seg]
         is_tgt = ~is_ctx & (rank < (n_ctx + n_tgt)[seg])
-        xc, yc, mask_c, mask_yc = _scatter(part, rows[is_ctx], seg[is_ctx], rank[is_ctx], n_ctx)
-        tgt_slot = rank[is_tgt] - n_ctx[seg[is_tgt]]
-        xt, yt, mask_t, mask_yt = _scatter(part, rows[is_tgt], seg[is_tgt], tgt_slot, n_tgt)
-        return Batch(xc, yc, xt, yt, mask_c, {"task": tasks}, mask_t, mask_yc, mask_yt)
+        ctx = (rows[is_ctx], seg[is_ctx], rank[is_ctx], n_ctx)
+        xc, yc, mask_c, mask_yc = _scatter(part, *ctx)
+        tgt = (rows[is_tgt], seg[is_tgt], rank[is_tgt] - n_ctx[seg[is_tgt]], n_tgt)
+        xt, yt, mask_t, mask_yt = _scatter(part, *tgt)
+        info = {"task": tasks}
+        if part.exposure is not None:  # a count model's exposures (tnpx.models.exposure)
+            info["exposure_c"], info["exposure_t"] = _exposure(part, *ctx), _exposure(part, *tgt)
+        return Batch(xc, yc, xt, yt, mask_c, info, mask_t, mask_yc, mask_yt)
 
     def _counts(self, g: torch.Generator, sizes: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Context and target counts ``[batch]`` of tasks of ``sizes [batch]`` points."""
@@ -184,6 +194,16 @@ def _pick_tasks(g: torch.Generator, n_tasks: int, b: int) -> torch.Tensor:
     """``[b]`` task indices: distinct while ``b <= n_tasks``, else every task before a repeat."""
     rounds = -(-b // n_tasks)
     return torch.cat([torch.randperm(n_tasks, generator=g) for _ in range(rounds)])[:b]
+
+
+def _exposure(
+    part: TaskSplit, rows: torch.Tensor, task: torch.Tensor, slot: torch.Tensor, n: torch.Tensor
+) -> torch.Tensor:
+    """The exposures of rows ``rows [m]`` placed as :func:`_scatter` places them, ``[batch,
+    max(n), 1]``; 1 at padding (a valid exposure that the masks leave out)."""
+    out = part.exposure.new_ones(len(n), int(n.max()), 1)
+    out[task, slot] = part.exposure[rows]
+    return out
 
 
 def _scatter(

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ...likelihoods import EXPOSURE_FAMILIES, family_of
 from ...user_files import DataError, Table, as_list, column_names
 from .splits import SPLIT_BY
 
@@ -29,10 +30,12 @@ def _check_options(
     for option, cols in (("task", task), ("x", x), ("y", y)):
         if not cols:
             raise ValueError(f"{source}: name the {option} column(s) ({option}: [COLUMN, ...])")
-    named = [*task, *x, *y]
+    named = [*task, *x, *y, *as_list(c.exposure)]
     twice = sorted({str(col) for col in named if named.count(col) > 1})
     if twice:
-        raise ValueError(f"{source}: column(s) {twice} named more than once among task, x and y")
+        raise ValueError(
+            f"{source}: column(s) {twice} named more than once among task, x, y and exposure"
+        )
     if c.min_ctx < 1:
         raise ValueError(
             f"{source}: min_ctx must be >= 1 (a task needs a context), got {c.min_ctx}"
@@ -54,7 +57,22 @@ def _check_options(
             f"(val_fraction + test_fraction < 1), got {c.test_fraction}"
         )
     _check_split_options(c, source)
+    _check_exposure_option(c, source)
     return task, x, y
+
+
+def _check_exposure_option(c: TableConfig, source: str) -> None:
+    """``exposure`` only for a count model's source (the ``likelihood`` it is fitted for)."""
+    if c.exposure is None:
+        return
+    family = None if c.likelihood is None else family_of(c.likelihood)
+    if family not in EXPOSURE_FAMILIES:
+        got = "a gaussian one" if family is None else f"likelihood {family}"
+        raise ValueError(
+            f"{source}: exposure ({c.exposure!r}) is taken only by a model with likelihood "
+            f"{' or '.join(EXPOSURE_FAMILIES)} (a count's rate times it), not {got}; set "
+            "model.likelihood to one of them, or remove exposure"
+        )
 
 
 def _check_split_options(c: TableConfig, source: str) -> None:

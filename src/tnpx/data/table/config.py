@@ -44,6 +44,7 @@ class TableConfig(TaskDraws):
     ``split_column``: those in ``val_regions``/``test_regions``, or hashed with the fractions
     counting regions); see :mod:`tnpx.data.table.splits`. A missing ``y`` value is masked
     where the row has another output (:mod:`tnpx.data.table`); any other missing value is an error.
+    ``exposure``: a count model's exposure column (each row's factor on its rate, > 0).
     """
 
     path: str | None = None
@@ -54,3 +55,7 @@ class TableConfig(TaskDraws):
     split_column: str | None = None
     val_regions: list | None = None
     test_regions: list | None = None
+    # A count model's exposure column (likelihood poisson or negative-binomial only): each
+    # row's factor on its rate (person-years, hours observed), > 0. Never an input, never
+    # normalised; batches carry it as info["exposure_c"] / ["exposure_t"] (tnpx.models.exposure).
+    exposure: str | None = None

@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
-from ...likelihoods import check_support, family_of, output_scaling
-from ...user_files import DataError, Table, read_table, require_columns, warn_user
+from ...likelihoods import check_support, family_of, output_scaling, read_exposure
+from ...user_files import DataError, Table, as_list, read_table, require_columns, warn_user
 from ...user_table import numeric_rows
 from ..base import SPLITS
 from .checks import _check_duplicates, _check_missing, _check_trained, _check_varies
@@ -31,7 +31,9 @@ class TaskSplit:
     """The tasks of one split, their rows contiguous and in task order: task ``i``'s points
     are rows ``offsets[i]:offsets[i + 1]`` of ``x [rows, dim_x]`` and ``y [rows, dim_y]``
     (normalised, float32; 0.0 at a missing output); ``sizes [n_tasks]``; ``keys``: each
-    task's key; ``observed [rows, dim_y]`` (bool, True = observed; None: every output is)."""
+    task's key; ``observed [rows, dim_y]`` (bool, True = observed; None: every output is);
+    ``exposure [rows, 1]``: each row's exposure as the table has it (float64; None: no
+    ``exposure`` option)."""
 
     x: torch.Tensor
     y: torch.Tensor
@@ -39,6 +41,7 @@ class TaskSplit:
     sizes: torch.Tensor
     keys: list
     observed: torch.Tensor | None = None
+    exposure: torch.Tensor | None = None
 
     @property
     def n_tasks(self) -> int:
@@ -91,7 +94,7 @@ def load_tasks(
     ``[min, max]`` over the training tasks' rows (none where there are none)."""
     split_cols = [] if c.split_column is None else [c.split_column]
     named = {"task": task_cols, "x": x_cols, "y": y_cols, "split_column": split_cols}
-    require_options(table, named)
+    require_options(table, {**named, "exposure": as_list(c.exposure)})
     if len(table.frame) == 0:
         raise DataError(f"{table.name}: the table has no rows")
     code, keys = _task_codes(table, task_cols)
@@ -101,6 +104,7 @@ def load_tasks(
     if c.likelihood is not None:  # every row, before a task is split off or skipped
         check_support(c.likelihood, values[:, len(x_cols) :], y_cols, where=table.name,
                       row_text=table.where)  # fmt: skip
+    exposure = _exposures(table, c.exposure)  # [rows, 1] | None: as they are, never scaled
     x = values[:, : len(x_cols)]
     _check_varies(table, y_cols, values[:, len(x_cols) :])
     order = np.lexsort([*x.T[::-1], code])  # by task, then by inputs
@@ -130,6 +134,7 @@ def load_tasks(
             sizes=part_sizes,
             keys=[keys[i] for i in tasks],
             observed=None if missing is None or not missing.any() else torch.from_numpy(~missing),
+            exposure=None if exposure is None else torch.from_numpy(exposure[rows]),
         )
     train_x = values[train_rows, : len(x_cols)]
     spans = np.stack([train_x.min(0), train_x.max(0)], 1).tolist() if len(train_x) else []
@@ -149,6 +154,12 @@ def _numbers(table: Table, x_cols: list, y_cols: list, missing_y: np.ndarray | N
     values = values.to_numpy(copy=True)
     values[:, len(x_cols) :][missing_y] = np.nan
     return values
+
+
+def _exposures(table: Table, column: str | None) -> np.ndarray | None:
+    """The ``exposure`` column's values ``[rows, 1]`` (float64, each checked a finite number
+    > 0: :func:`tnpx.likelihoods.read_exposure`); None where there is none."""
+    return None if column is None else read_exposure(table, column)[:, None]
 
 
 def require_options(table: Table, named: dict[str, list]) -> None:
