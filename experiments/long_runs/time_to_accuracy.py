@@ -357,6 +357,8 @@ def table(curves: list[Curve]) -> list[str]:
                 at, verdict = "no paper row", "—"
             elif c.steps[-1] < c.steps_planned:
                 verdict = f"not yet (run at {c.step_text(c.steps[-1])})"
+            elif c.test_nll() is not None:  # finished: KR-3's and TE-1's validation is harder
+                verdict = f"{goal_verdict(c, c.steps[-1])} (by its test NLL at the last step)"
         else:
             at, hours = c.step_text(c.steps[i]), f"{c.hours[i]:.2f}"
             tflops = f"{c.gflops[i] / 1e3:,.0f}"

@@ -246,3 +246,17 @@ def test_validation_is_set_against_test_per_table_as_the_runs_lie(tmp_path):
     kr3.test = {"ll": -(kr3.nll[-1] - 0.02), "ll_se_batches": 0.01}  # below it
     text = tta.validation_against_test([kr1, kr3])
     assert "KR-1: 1 of 1 lower, 0 higher; KR-3: 0 of 1 lower, 1 higher" in text
+
+
+def test_a_finished_run_whose_validation_never_reached_the_goal_is_judged_by_its_test(tmp_path):
+    """KR-3's validation batches score higher NLLs than its test set: a finished run that never
+    reached the paper on validation still meets the goal if its test NLL does."""
+    (tmp_path / "kr3-tnp-kr-full").mkdir()
+    log = "step,loss,lr,steps_per_s,val_ll\n12500,1,1,1,-0.53\n25000,1,1,1,-0.49\n"
+    (tmp_path / "kr3-tnp-kr-full" / "metrics.csv").write_text(log)
+    c = tta.curve("KR-3 recipe (tnp-kr-full)", "kr3-tnp-kr-full", "tnp-kr-full", "x", tmp_path)
+    assert c.reached(c.goal) is None and c.steps[-1] == c.steps_planned == 25_000
+    c.test = {"ll": -0.471, "ll_se_batches": 0.005, "oracle_ll": -0.413}
+    assert "| yes (by its test NLL at the last step) |" in tta.table([c])[2]
+    c.test["ll"] = -0.5
+    assert "| no: test NLL 0.500 is above it (by its test NLL" in tta.table([c])[2]
