@@ -137,8 +137,8 @@ def times_exposure(prediction: Distribution, exposure: torch.Tensor, name: str) 
 def _checked(exposure: torch.Tensor, points: torch.Tensor, dim_y: int, key: str) -> torch.Tensor:
     """``exposure``, checked to be ``[batch, n, 1]`` (or ``dim_y`` wide) for ``points
     [batch, n, ...]``: a ``ValueError`` of one line otherwise."""
-    shape, want = tuple(getattr(exposure, "shape", ())), tuple(points.shape[:2])
-    fits = len(shape) == 3 and shape[:2] == want and shape[2] in (1, dim_y)
-    if not (isinstance(exposure, torch.Tensor) and fits):
+    want = tuple(points.shape[:2])
+    shape = tuple(exposure.shape) if isinstance(exposure, torch.Tensor) else ()
+    if not (len(shape) == 3 and shape[:2] == want and shape[2] in (1, dim_y)):
         raise ValueError(f"{key}: expected shape [{want[0]}, {want[1]}, 1], got {list(shape)}")
     return exposure
