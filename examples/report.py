@@ -200,13 +200,13 @@ def _verdict(row: TaskMetrics, unit: str = "") -> list[str]:
         if metric == "LL":
             by = f"{diff:+.3f} ± {se:.3f} nats per point"
         else:
-            by = f"its CRPS less theirs {-diff:+.3g} ± {se:.2g} {unit}".replace("  ", " ")
+            by = f"its CRPS less theirs {-diff:+.3g} ± {se:.2g}" + (f" {unit}" if unit else "")
         out.append(f"{word} `{name}` ({by}, paired over {row.n_tasks})")
     return out
 
 
 def _size_summary(by_size: dict[int, list[TaskMetrics]], unit: str) -> str:
-    """Which fixed context sizes the model beats both baselines at (by > 2 s.e.), why not
+    """Which fixed context sizes the model beats every other row at (by > 2 s.e.), why not
     where it does not, and its 95 % coverage by context size."""
     won, lost, why = [], [], []
     for k, rows in by_size.items():

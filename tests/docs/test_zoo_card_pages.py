@@ -131,19 +131,6 @@ def _v3_prior_unnamed(page: str) -> str:
     return "\n".join(line for line in page.split("\n") if not line.startswith("| likelihood |"))
 
 
-def test_a_page_names_its_likelihood_in_words_and_links_the_families(hooks):
-    zoo_cards, _ = hooks
-    card = _shipped_cards()[BASE_CARD]
-    page = zoo_cards.card_page(card, 0.15, _bayes(), link)
-    row = "| likelihood | Gaussian, a mean and a std per target (`heteroscedastic`) "
-    assert f"{row}([likelihoods](../likelihoods.md)) |" in page
-    rain_card = {**card, "likelihood": {"name": "bernoulli-gamma"}}
-    rain = zoo_cards.card_page(rain_card, 0.15, None, link)
-    assert "| likelihood | `bernoulli-gamma` ([likelihoods]" in rain
-    bare = {k: v for k, v in card.items() if k != "likelihood"}  # a card from before the field
-    assert "| likelihood | not recorded |" in zoo_cards.card_page(bare, 0.15, None, link)
-
-
 def test_a_1d_page_keeps_its_1d_priors_and_measured_series(hooks):
     zoo_cards, _ = hooks
     for name, card in _cards_1d().items():

@@ -179,15 +179,21 @@ def test_a_recipe_is_set_against_its_protocol_run_on_the_same_tasks(tmp_path):
         tta.paired_rows([protocol, recipe])
 
 
-def test_a_kr3_run_is_not_paired_with_kr1s_protocol_run_of_its_model(tmp_path):
-    """KR-3's tnp-kr-full (2D, its own test set) shares KR-1's model and kernel name: it has
-    no protocol run of its own table, so no paired row (it was refused as "different tasks")."""
+def _kr1_and_kr3_curves(tmp_path):
+    """KR-1's protocol run and KR-3's recipe run of tnp-kr-full, from the same log."""
     for run in ("kr1-rbf-tnp-kr-full", "kr3-tnp-kr-full"):
         (tmp_path / run).mkdir()
         (tmp_path / run / "metrics.csv").write_text(LOG)
-    protocol = tta.curve("protocol (tnp-kr-full)", *tta.RECIPES["protocol (tnp-kr-full)"],
-                         root=tmp_path)  # fmt: skip
+    kr1 = tta.curve("protocol (tnp-kr-full)", *tta.RECIPES["protocol (tnp-kr-full)"],
+                    root=tmp_path)  # fmt: skip
     kr3 = tta.curve("KR-3 recipe (tnp-kr-full)", "kr3-tnp-kr-full", "tnp-kr-full", "x", tmp_path)
+    return kr1, kr3
+
+
+def test_a_kr3_run_is_not_paired_with_kr1s_protocol_run_of_its_model(tmp_path):
+    """KR-3's tnp-kr-full (2D, its own test set) shares KR-1's model and kernel name: it has
+    no protocol run of its own table, so no paired row (it was refused as "different tasks")."""
+    protocol, kr3 = _kr1_and_kr3_curves(tmp_path)
     assert (protocol.table, kr3.table) == ("kr1", "kr3") and protocol.kernel == kr3.kernel
     protocol.test = {"ll": 0.474, "oracle_ll": 0.568, "gap_se_batches": 0.0006}
     kr3.test = {"ll": 0.471, "oracle_ll": 0.413, "gap_se_batches": 0.0002}
@@ -235,12 +241,7 @@ def test_a_te1_run_reads_its_test_cell_from_the_te1_table(tmp_path, monkeypatch)
 def test_validation_is_set_against_test_per_table_as_the_runs_lie(tmp_path):
     """KR-1's validation batches scored below its test set, KR-3's and TE-1's above: the
     reading counts each table's finished runs rather than saying one direction for all."""
-    for run in ("kr1-rbf-tnp-kr-full", "kr3-tnp-kr-full"):
-        (tmp_path / run).mkdir()
-        (tmp_path / run / "metrics.csv").write_text(LOG)
-    kr1 = tta.curve("protocol (tnp-kr-full)", *tta.RECIPES["protocol (tnp-kr-full)"],
-                    root=tmp_path)  # fmt: skip
-    kr3 = tta.curve("KR-3 recipe (tnp-kr-full)", "kr3-tnp-kr-full", "tnp-kr-full", "x", tmp_path)
+    kr1, kr3 = _kr1_and_kr3_curves(tmp_path)
     assert tta.validation_against_test([kr1, kr3]) == ""  # nothing scored yet
     kr1.test = {"ll": -(kr1.nll[-1] + 0.02), "ll_se_batches": 0.01}  # test NLL above validation's
     kr3.test = {"ll": -(kr3.nll[-1] - 0.02), "ll_se_batches": 0.01}  # below it

@@ -159,7 +159,7 @@ def summarise(
 ) -> TaskMetrics:
     """``scores`` (:func:`per_task`) in the data's units; the clustered s.e.s where ``scores``
     names each task's cluster (``cluster_unit``: what one is)."""
-    ll = scores["ll"] - (scores["outputs"] * np.log(scale_y)).sum(-1)
+    ll = _data_ll(scores, scale_y)
     rmse = np.sqrt(scores["mse"]) * scale_y  # [tasks, dim_y]; NaN: no target observes it
     ll_mean, ll_se = mean_se(torch.as_tensor(ll))
     pairs = [mean_se(torch.as_tensor(r[~np.isnan(r)])) for r in rmse.T]
