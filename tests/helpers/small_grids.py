@@ -1,6 +1,6 @@
 """The ``grid`` source's small NetCDF data for its tests: a 6-hourly Dataset on a descending
 latitude grid, the sampler over it, the points of a batch in the data's units and their grid
-indices, and a tiny config that trains on it."""
+indices, a tiny config that trains on it, and a grid of counts with an exposure variable."""
 
 from __future__ import annotations
 
@@ -84,3 +84,24 @@ train: {{steps: 4, log_every: 2, val_every: 4, val_batches: 1, checkpoint_every:
         progress: false, out_dir: {out}}}
 eval: {{n_batches: 1, batch_size: 4}}
 """
+
+
+def counts_grid(on_time: bool = False, sea: bool = False, seed: int = 0) -> xr.Dataset:
+    """Daily ``cases (time, lat, lon)``: Poisson counts of a smooth rate per person times
+    ``pop`` (people per cell, on ``(lat, lon)`` or, ``on_time``, ``(time, lat, lon)``); with
+    ``sea``, a corner of cells with no cases and no population (NaN)."""
+    rng = np.random.default_rng(seed)
+    time = np.arange(30) * np.timedelta64(1, "D") + np.datetime64("2021-01-01", "ns")
+    lat, lon = np.arange(50.0, 56.0, 0.5), np.arange(0.0, 7.0, 0.5)
+    shape = (len(time), len(lat), len(lon))
+    pop = rng.uniform(0.5, 20.0, shape if on_time else shape[1:])
+    rate = np.exp(np.sin(lat[None, :, None] / 2 + np.arange(30)[:, None, None] / 7) - 1)
+    cases = rng.poisson(rate * pop * np.ones(shape)).astype(float)
+    if sea:
+        cases[:, :3, :3] = np.nan
+        (pop[:, :3, :3] if on_time else pop[:3, :3])[...] = np.nan
+    dims = ("time", "lat", "lon")
+    return xr.Dataset(
+        {"cases": (dims, cases), "pop": (dims if on_time else dims[1:], pop)},
+        coords={"time": time, "lat": lat, "lon": lon},
+    )

@@ -1,5 +1,6 @@
 """A user's table of many tasks for the tests: noisy sine curves, and a tiny config that trains
-on them (the `table` task source); weekly case counts with an exposure column."""
+on them (the `table` task source); weekly case counts with an exposure column, per site and
+per station."""
 
 from __future__ import annotations
 
@@ -45,3 +46,20 @@ def counts_table(n_sites: int = 12, seed: int = 0) -> pd.DataFrame:
         parts.append(pd.DataFrame({"site": f"s{site}", "week": week,
                                    "person_years": exposure, "cases": cases}))  # fmt: skip
     return pd.concat(parts, ignore_index=True)
+
+
+def counts_stations(days: int = 30, n_stations: int = 10, seed: int = 0) -> pd.DataFrame:
+    """Daily counts at stations on a 6 x 8 lattice of ``lat`` in [50, 55] and ``lon`` in [0,
+    7] (nudged apart), each reading's hours observed (1 to 24) times a rate per hour smooth in
+    space and time: ``day, lat, lon, hours, cases``; ~10 % of readings missing, so tasks differ
+    in size (the ``stations`` source with ``exposure: hours``)."""
+    rng = np.random.default_rng(seed)
+    lat = rng.choice(np.linspace(50.0, 55.0, 6), n_stations)
+    lon = rng.choice(np.linspace(0.0, 7.0, 8), n_stations) + 0.01 * np.arange(n_stations)
+    day = np.repeat(np.arange(days, dtype=float), n_stations)
+    lat, lon = np.tile(lat, days), np.tile(lon, days)
+    hours = rng.uniform(1.0, 24.0, len(day))
+    rate = np.exp(np.sin(lat / 2 + day / 5) + np.cos(lon / 3) - 1.0)
+    frame = pd.DataFrame({"day": day, "lat": lat, "lon": lon, "hours": hours,
+                          "cases": rng.poisson(hours * rate).astype(float)})  # fmt: skip
+    return frame[rng.uniform(size=len(frame)) > 0.1].reset_index(drop=True)

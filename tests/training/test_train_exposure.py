@@ -1,7 +1,8 @@
-"""Training a count model on a user's table with an exposure column (issue 52, item 4): a tiny
-``poisson`` ``tnp`` trained from a config with ``data.exposure`` lowers its validation loss,
-its checkpoint names the column, and ``tnpx eval``'s scores of it run (the per-task baselines
-read the counts without the exposures)."""
+"""Training a count model with an exposure column (issue 52, items 3 and 4): a tiny ``poisson``
+``tnp`` trained from a config with ``data.exposure`` on a table, on stations and on a grid (an
+exposure variable) lowers its validation loss and its checkpoint names the column; on the
+table ``tnpx eval``'s scores of it run (the per-task baselines read the counts without the
+exposures); on stations ``tnpx.predict`` then predicts each target's counts at its exposure."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import numpy as np
 import torch
 
 import tnpx
-from tests.helpers.user_tables import counts_table
+from tests.helpers.user_tables import counts_stations, counts_table
 from tnpx.checkpoint import read_checkpoint
 from tnpx.evaluation.user_tasks import evaluate_tasks
 from tnpx.training.loop import build_train_sampler, validation_ll
@@ -50,3 +51,53 @@ def test_a_poisson_model_trains_on_a_table_with_an_exposure_column(tmp_path):
     rows = evaluate_tasks(result.model, sampler, 1, baselines=("context-moments",))
     assert [r.model for r in rows] == ["tnp", "context-moments"]
     assert all(np.isfinite(r.crps[0]) for r in rows)
+
+
+def test_a_poisson_model_trains_on_stations_with_an_exposure_column_and_predicts_with_it(
+    tmp_path,
+):
+    frame = counts_stations(days=60)
+    frame.to_csv(tmp_path / "cases.csv", index=False)
+    raw = config(tmp_path / "cases.csv", tmp_path / "run")
+    raw["model"]["dim_x"] = 2
+    raw["data"] = {"name": "stations", "path": str(tmp_path / "cases.csv"), "time": "day",
+                   "coords": ["lat", "lon"], "y": ["cases"], "exposure": "hours",
+                   "batch_size": 8}  # fmt: skip
+    cfg = tnpx.config.load_config(raw)
+    sampler = build_train_sampler(cfg)
+    torch.manual_seed(cfg.train.seed)
+    untrained = tnpx.build_model("tnp", 2, 1, **cfg.model_options())
+    before = validation_ll(untrained, sampler, 4, torch.device("cpu"))
+    result = tnpx.train(raw)
+    after = validation_ll(result.model, sampler, 4, torch.device("cpu"))
+    assert after > before + 0.3, (before, after)
+
+    path = result.out_dir / "model.pt"
+    assert read_checkpoint(path)["normalisation"]["exposure"] == {"column": "hours"}
+    day = frame[frame.day == 55].drop(columns="day")
+    context, targets = day.iloc[:5], day.iloc[5:].drop(columns="cases")
+    pred = tnpx.predict(path, context, targets)
+    twice = tnpx.predict(path, context, targets.assign(hours=2 * targets.hours))
+    np.testing.assert_allclose(twice.cases_mean, 2 * pred.cases_mean, rtol=1e-5)
+
+
+def test_a_poisson_model_trains_on_a_grid_with_an_exposure_variable(tmp_path):
+    from tests.helpers.small_grids import counts_grid  # skips without xarray
+
+    counts_grid(sea=True).to_netcdf(tmp_path / "cases.nc")
+    raw = config(tmp_path / "cases.nc", tmp_path / "run")
+    raw["model"]["dim_x"] = 2
+    raw["data"] = {"name": "grid", "path": str(tmp_path / "cases.nc"), "y": ["cases"],
+                   "exposure": "pop", "window": {"time": 1, "lat": 6, "lon": 7},
+                   "batch_size": 8}  # fmt: skip
+    cfg = tnpx.config.load_config(raw)
+    sampler = build_train_sampler(cfg)
+    torch.manual_seed(cfg.train.seed)
+    untrained = tnpx.build_model("tnp", 2, 1, **cfg.model_options())
+    before = validation_ll(untrained, sampler, 4, torch.device("cpu"))
+    result = tnpx.train(raw)
+    after = validation_ll(result.model, sampler, 4, torch.device("cpu"))
+    assert after > before + 0.3, (before, after)
+    assert read_checkpoint(result.out_dir / "model.pt")["normalisation"]["exposure"] == {
+        "column": "pop"
+    }

@@ -32,7 +32,7 @@ from .options import (
 )
 from .scaling import SCALING_RULES, density_points, is_continuous, output_scaling, scaling_rule
 from .scores import covered, crps, quantile, target_log_prob
-from .support import check_exposure, check_support, read_exposure
+from .support import check_exposure, check_exposure_option, check_support, read_exposure
 
 __all__ = [
     "EXPOSURE_FAMILIES",
@@ -45,6 +45,7 @@ __all__ = [
     "HomoscedasticGaussian",
     "build_likelihood",
     "check_exposure",
+    "check_exposure_option",
     "check_support",
     "covered",
     "crps",

@@ -10,7 +10,8 @@ import numpy as np
 
 from ..user_files import DataError, Table, require_columns
 from ..user_table import numeric_rows
-from .options import parse_likelihood
+from .counts import EXPOSURE_FAMILIES
+from .options import family_of, parse_likelihood
 
 # family -> (test of a value, what the values must be)
 _RULES = {
@@ -53,6 +54,22 @@ def check_support(
     test, must = _RULES[key]
     why = f"which likelihood {family} needs; fix the value or choose another likelihood"
     first_outside(values, test, must, why, names, rows, where, row_text)
+
+
+def check_exposure_option(exposure: str | None, likelihood, source: str) -> None:
+    """A ``ValueError`` (one line) where a data source's option ``exposure`` is given for a
+    model whose ``likelihood`` option is not a count family (None: the Gaussian default): only a
+    count's rate is multiplied by an exposure."""
+    if exposure is None:
+        return
+    family = None if likelihood is None else family_of(likelihood)
+    if family not in EXPOSURE_FAMILIES:
+        got = "a gaussian one" if family is None else f"likelihood {family}"
+        raise ValueError(
+            f"{source}: exposure ({exposure!r}) is taken only by a model with likelihood "
+            f"{' or '.join(EXPOSURE_FAMILIES)} (a count's rate times it), not {got}; set "
+            "model.likelihood to one of them, or remove exposure"
+        )
 
 
 def check_exposure(

@@ -46,6 +46,7 @@ import torch
 
 from ...batch import Batch
 from ...input_checks import check_option
+from ...likelihoods import check_exposure_option
 from ...user_files import DataError, as_list
 from ..base import CONTEXT_SIZE_RULES, SPLITS, TaskSampler, context_size
 from .checks import (
@@ -54,6 +55,7 @@ from .checks import (
     check_sorted,
     check_window_inputs,
     check_windows,
+    exposure_check,
     support_check,
     warn_time_split,
 )
@@ -101,6 +103,7 @@ class GridSampler(TaskSampler):
             c.select,
             c.static_path,
             fills,
+            c.exposure,
         )
         self.window = _window(data, c.window)
         self.x = _inputs(data, c.x, self.window)
@@ -113,7 +116,7 @@ class GridSampler(TaskSampler):
         # a window is drawn with at least ceil(N min_valid) valid cells, and never fewer than
         # two (one context point, one target)
         least = max(2, math.ceil(self.n_points * c.min_valid - 1e-9))
-        check = None if c.likelihood is None else support_check(data, c.likelihood)
+        check = _block_checks(data, c)
         found = scan(data, self.window, regions, regions["train"], self.n_points - least, check)
         found.fills.check(data.name)
         self._windows, moments = found.windows, found.moments
@@ -125,6 +128,8 @@ class GridSampler(TaskSampler):
             normalisation["x"]["units"] = [data.units.get(v, "") for v in [*self.x, *self.static]]
         else:  # given maps (TE-4's, a checkpoint's) need no training data, only its columns
             check_given(normalisation, [*self.x, *self.static], self.y)
+        if c.exposure is not None:  # tnpx.predict asks context and targets for it
+            normalisation = {**normalisation, "exposure": {"column": c.exposure}}
         self._normalisation = normalisation
         as64 = {"dtype": torch.float64}
         self._loc = {k: torch.tensor(normalisation[k]["loc"], **as64) for k in "xy"}
@@ -152,7 +157,8 @@ class GridSampler(TaskSampler):
     @property
     def normalisation(self) -> dict:
         """The affine maps of every split, ``value_model = (value - loc) / scale`` per input
-        column (``x``, then the static inputs) and per output, as plain lists (storable)."""
+        column (``x``, then the static inputs) and per output, as plain lists (storable);
+        with the option ``exposure``, ``exposure: {column: <variable>}`` (never mapped)."""
         return self._normalisation
 
     def windows(self, split: str = "train") -> Windows:
@@ -178,9 +184,9 @@ class GridSampler(TaskSampler):
         y = None if y is None else y.double() * self._scale["y"] + self._loc["y"]
         return x, y
 
-    def window_points(self, origin: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Inputs ``[b, N, dim_x]`` and outputs ``[b, N, dim_y]`` (float64, the data's units)
-        of the windows starting at ``origin [b, n_dims]``, points in the data's dim order."""
+    def _window_index(self, origin: torch.Tensor) -> list[torch.Tensor]:
+        """Per dim, the grid index of every point ``[b, *window]`` of the windows starting at
+        ``origin [b, n_dims]``."""
         b, dims = origin.shape[0], self.data.dims
         shape = (b, *self.window)
         index = []
@@ -188,6 +194,13 @@ class GridSampler(TaskSampler):
             view = [b] + [1] * len(dims)
             view[d + 1] = w
             index.append((origin[:, d : d + 1] + torch.arange(w)).view(view).expand(shape))
+        return index
+
+    def window_points(self, origin: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Inputs ``[b, N, dim_x]`` and outputs ``[b, N, dim_y]`` (float64, the data's units)
+        of the windows starting at ``origin [b, n_dims]``, points in the data's dim order."""
+        b, dims = origin.shape[0], self.data.dims
+        index = self._window_index(origin)
         columns = [self._coords[d][index[dims.index(d)]] for d in self.x]
         for name, (own, _) in self.data.statics.items():
             columns.append(self._statics[name][tuple(index[dims.index(d)] for d in own)])
@@ -195,6 +208,14 @@ class GridSampler(TaskSampler):
         blocks = [self.data.read(o, self.window) for o in origin.tolist()]  # [n_y, *window]
         y = torch.stack([torch.from_numpy(block) for block in blocks]).movedim(1, -1)
         return x, y.reshape(b, -1, self.dim_y).double()
+
+    def window_exposures(self, origin: torch.Tensor) -> torch.Tensor:
+        """A count model's exposures ``[b, N]`` (float64, as the data has them) of the windows
+        starting at ``origin [b, n_dims]``, points as :meth:`window_points` orders them."""
+        own, values = self.data.exposure
+        index = self._window_index(origin)
+        at = tuple(index[self.data.dims.index(d)] for d in own)
+        return torch.from_numpy(values)[at].reshape(origin.shape[0], -1)
 
     def sample(
         self, generator: torch.Generator, batch_size: int | None = None, split: str = "train"
@@ -228,6 +249,11 @@ class GridSampler(TaskSampler):
         dims = self.data.dims
         first = [self._coords[d][origin[:, dims.index(d)]] for d in self.x]
         info = {"origin": torch.stack(first, -1), "origin_index": origin}
+        if self.data.exposure is not None:  # a count model's (tnpx.models.exposure)
+            exposure = self.window_exposures(origin).gather(1, order[..., 0])[..., None]
+            if masks:  # a missing cell is never a point: 1, the padding convention
+                exposure = exposure.masked_fill(~real, 1.0)
+            info["exposure_c"], info["exposure_t"] = exposure[:, :n_ctx], exposure[:, n_ctx:]
         return Batch(x[:, :n_ctx], y[:, :n_ctx], x[:, n_ctx:], y[:, n_ctx:], info=info, **masks)
 
 
@@ -246,6 +272,22 @@ def context_range(n_points: int, min_frac: float, max_frac: float) -> tuple[int,
     return min_ctx, max_ctx
 
 
+def _block_checks(data: GridData, c: GridConfig):
+    """The checks the scan applies to each block of outputs (a non-Gaussian family's support,
+    a count model's exposures: :mod:`tnpx.data.grid.checks`), as one; None where none."""
+    checks = [] if c.likelihood is None else [support_check(data, c.likelihood)]
+    if data.exposure is not None:
+        checks.append(exposure_check(data, c.exposure))
+    if not checks:
+        return None
+
+    def check(r0: int, values) -> None:
+        for one in checks:
+            one(r0, values)
+
+    return check
+
+
 # -- options -----------------------------------------------------------------------------------
 def _check_options(c: GridConfig, y: list, has_dataset: bool) -> tuple[int, int, int]:
     """``(N, min_ctx, max_ctx)``; a ``ValueError`` for an option out of range."""
@@ -253,6 +295,9 @@ def _check_options(c: GridConfig, y: list, has_dataset: bool) -> tuple[int, int,
         raise ValueError("data sampler 'grid' needs path: a NetCDF file, files or Zarr store")
     if not y:
         raise ValueError("grid: name the output variable(s) (y: [VARIABLE, ...])")
+    check_exposure_option(c.exposure, c.likelihood, "grid")
+    if c.exposure is not None and c.exposure in [*y, *as_list(c.static)]:
+        raise ValueError(f"grid: exposure {c.exposure!r} is named among y or static too; one")
     sizes = dict(c.window or {})
     if not sizes or not all(isinstance(n, int) and n >= 1 for n in sizes.values()):
         raise ValueError(f"grid: window must map each dim to a positive length, got {sizes!r}")

@@ -135,14 +135,46 @@ def support_check(data: GridData, likelihood):
 
     def check(r0: int, values: np.ndarray) -> None:
         flat = values.reshape(len(values), -1).T  # [cells, n_y]
-        shape = values.shape[1:]
-
-        def cell(i: int) -> str:
-            at = np.unravel_index(i, shape)
-            where = [f"{d}={data.coords[d][k + (r0 if n == 0 else 0)]:g}"
-                     for n, (d, k) in enumerate(zip(data.dims, at))]  # fmt: skip
-            return f"cell {', '.join(where)}"
-
+        cell = cell_text(data, r0, values.shape[1:])
         check_support(likelihood, flat, data.y, where=data.name, row_text=cell)
 
     return check
+
+
+def exposure_check(data: GridData, name: str):
+    """A check of one block of outputs (as :func:`support_check`'s) that every cell whose
+    outputs are all present has an exposure (``data.exposure``, the variable ``name``) that is
+    a finite number > 0 (:func:`tnpx.likelihoods.check_exposure`): the first bad cell named by
+    its coordinates. A cell with no output may lack one (it is never a point)."""
+    from ...likelihoods import check_exposure
+
+    def check(r0: int, values: np.ndarray) -> None:
+        exposure = block_of(data.exposure, data.dims, r0, values.shape[1:]).reshape(-1)
+        present = np.flatnonzero(np.isfinite(values).all(0).reshape(-1))
+        cell = cell_text(data, r0, values.shape[1:])
+        check_exposure(exposure[present], repr(name), data.name, lambda i: cell(present[i]))
+
+    return check
+
+
+def block_of(field: tuple, dims: tuple[str, ...], r0: int, shape: tuple[int, ...]) -> np.ndarray:
+    """A field ``(own dims, values)`` on some of ``dims`` on the block of rows from ``r0`` of
+    the first dim (``shape``: the block's), broadcast to ``shape``."""
+    own, values = field
+    if dims[0] in own:  # then own's first dim (own keeps dims' order)
+        values = values[r0 : r0 + shape[0]]
+    at = [values.shape[own.index(d)] if d in own else 1 for d in dims]
+    return np.broadcast_to(values.reshape(at), shape)
+
+
+def cell_text(data: GridData, r0: int, shape: tuple[int, ...]):
+    """``text(i)``: the ``i``-th cell of a block of ``shape`` from row ``r0`` of the first dim,
+    named by its coordinates (``cell time=..., lat=...``)."""
+
+    def text(i: int) -> str:
+        at = np.unravel_index(int(i), shape)
+        where = [f"{d}={data.coords[d][k + (r0 if n == 0 else 0)]:g}"
+                 for n, (d, k) in enumerate(zip(data.dims, at))]  # fmt: skip
+        return f"cell {', '.join(where)}"
+
+    return text

@@ -30,6 +30,11 @@ class GridConfig:
     high]``: a region, a period, or both) give boxes instead: a held-out split's windows lie
     inside its box, training windows touch neither box, and the fractions are not used.
 
+    ``exposure``: a count model's exposure variable (``poisson`` / ``negative-binomial``):
+    each cell's factor on its count's rate (people at risk, hours observed), > 0 wherever the
+    outputs are present, on the outputs' dims or some of them (population on ``(lat, lon)``);
+    never an input, never normalised (:mod:`tnpx.models.exposure`).
+
     ``normalise``: fit per column ``(value - mean) / std`` on the training split, each
     training cell whose outputs and static inputs are all present counting once (no area
     weighting: every latitude row counts alike); otherwise the identity. ``load``: ``memory``
@@ -62,3 +67,4 @@ class GridConfig:
     # the model's likelihood option, passed on by tnpx train and eval (tnpx.data.table's
     # TaskDraws.likelihood): a non-Gaussian family's outputs checked and scaled by its rule
     likelihood: str | dict | None = None
+    exposure: str | None = None

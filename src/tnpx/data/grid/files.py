@@ -67,6 +67,8 @@ class GridData:
     itemsize: int = field(default=8)
     units: dict[str, str] = field(default_factory=dict)
     missing: dict[str, np.ndarray] = field(default_factory=dict)  # declared fill values
+    # a count model's exposure variable, read as a static field: (its dims, float64 values)
+    exposure: tuple[tuple[str, ...], np.ndarray] | None = None
 
     @property
     def nbytes(self) -> int:
@@ -137,10 +139,13 @@ def open_grid(
     select: dict | None = None,
     static_path: str | None = None,
     missing: dict[str, np.ndarray] | None = None,
+    exposure: str | None = None,
 ) -> GridData:
     """``source`` (a path, a list or glob of paths, or an ``xarray.Dataset``) as a lazily
     indexed :class:`GridData` of the outputs ``y`` and the static inputs ``static``, cut to
-    ``select`` (dim -> ``[low, high]``); ``missing``: variable -> fill values read as NaN."""
+    ``select`` (dim -> ``[low, high]``); ``missing``: variable -> fill values read as NaN;
+    ``exposure``: a count model's exposure variable, read as a static field is (from the first
+    file: one on the joined dim needs one file or a Dataset)."""
     xr = require("xarray", "xarray", "the grid data source")
     if isinstance(source, xr.Dataset):
         name, datasets = "the Dataset", [source]
@@ -149,6 +154,7 @@ def open_grid(
         name = str(paths[0]) if len(paths) == 1 else f"{paths[0]} (+{len(paths) - 1} files)"
         datasets = [_open(p) for p in paths]
     named = [(v, "y") for v in y] + [(v, "static") for v in static if static_path is None]
+    named += [(exposure, "exposure")] if exposure is not None else []
     for data, path in zip(datasets, [name] if len(datasets) == 1 else paths):
         for var, option in named:
             _require_variable(data, var, option, path)
@@ -172,11 +178,22 @@ def open_grid(
     missing = missing or {}
     statics = _statics(static, static_path, datasets[0], labels, dims, name)
     statics = {s: (own, as_missing(v, missing.get(s))) for s, (own, v) in statics.items()}
+    exposure_field = None
+    if exposure is not None:  # never a fill value: a count's rate is multiplied by it
+        if len(datasets) > 1 and dims[joined] in datasets[0][exposure].dims:
+            raise DataError(
+                f"{name}: exposure {exposure!r} varies along {dims[joined]!r}, the dim the "
+                f"files are joined along; give it on the other dims, or open the files as one "
+                "Dataset (xarray.open_mfdataset) and pass that"
+            )
+        read = _statics([exposure], None, datasets[0], labels, dims, name, "exposure")
+        exposure_field = read[exposure]
     itemsize = max(np.dtype(first.dtype).itemsize, 4)
     attrs = {v: datasets[0][v].attrs for v in [*dims, *statics] if v in datasets[0].variables}
     units = {v: coordinate_unit(labels.get(v, []), attrs.get(v, {})) for v in [*dims, *statics]}
     return GridData(name, list(y), dims, sizes, coords, labels, statics, parts, joined,
-                    itemsize=itemsize, units=units, missing=missing)  # fmt: skip
+                    itemsize=itemsize, units=units, missing=missing,
+                    exposure=exposure_field)  # fmt: skip
 
 
 def coordinate_values(index, where: str) -> np.ndarray:
@@ -301,8 +318,9 @@ def _parts(arrays, joined: int, dims, cut: dict) -> list[Part]:
     return parts
 
 
-def _statics(static, static_path, data, labels, dims, name) -> dict:
-    """Each static input on the outputs' grid (its dims a subset of theirs), float64."""
+def _statics(static, static_path, data, labels, dims, name, what="static input") -> dict:
+    """Each static input (or ``what``) on the outputs' grid (its dims a subset of theirs),
+    float64."""
     if not static:
         return {}
     where = name
@@ -320,7 +338,7 @@ def _statics(static, static_path, data, labels, dims, name) -> dict:
         extra = [d for d in da.dims if d not in dims]
         if extra:
             raise DataError(
-                f"{where}: static input {var!r} has dims {_names(da.dims)}; a static input's "
+                f"{where}: {what} {var!r} has dims {_names(da.dims)}; a {what}'s "
                 f"dims must be among the outputs' {_names(dims)}"
             )
         own = tuple(d for d in dims if d in da.dims)
@@ -329,7 +347,7 @@ def _statics(static, static_path, data, labels, dims, name) -> dict:
             index = _index(data, d)
             at = index.get_indexer(labels[d], method="nearest") if len(index) else []
             if len(index) == 0 or not _close(index[at], labels[d]):
-                raise DataError(f"{where}: static input {var!r} does not cover the {d!r} grid")
+                raise DataError(f"{where}: {what} {var!r} does not cover the {d!r} grid")
             da = da.isel({d: at})
         out[var] = (own, np.asarray(da.values, dtype=np.float64))
     return out

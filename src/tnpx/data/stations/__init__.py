@@ -69,7 +69,9 @@ class StationsConfig(TaskDraws):
 
     ``path``: a CSV or Parquet file. ``time``: the time column (numbers or dates);
     ``coords``: the coordinate columns (the inputs); ``y``: the output columns; ``station``:
-    an optional column naming each station (its repeated readings are named by it). ``window``:
+    an optional column naming each station (its repeated readings are named by it);
+    ``exposure``: a count model's exposure column (``poisson`` / ``negative-binomial``: each
+    reading's factor on its rate, > 0; :mod:`tnpx.models.exposure`). ``window``:
     None (a task per time value), a number (a width in the time column's units) or a pandas
     offset (``"1D"``, ``"6h"``, ``"W"``) for dates; ``time_as_input`` adds each reading's
     offset within its window as an input. ``split_by``: ``time`` (the latest tasks are test)
@@ -87,6 +89,9 @@ class StationsConfig(TaskDraws):
     time_as_input: bool = False
     split_by: str = "time"
     grid: dict | None = None
+    # A count model's exposure column (the table source's option): each reading's factor on
+    # its count's rate (hours observed, people at risk), > 0; never an input, never scaled.
+    exposure: str | None = None
 
 
 @dataclass
@@ -166,6 +171,7 @@ def _table_config(c: StationsConfig, cols: _Columns, x: list) -> TableConfig:
         task=cols.time,
         x=x,
         y=cols.y,
+        exposure=c.exposure,
         **{f.name: getattr(c, f.name) for f in fields(TaskDraws)},
         split_by="time" if by_time else "task",
         split_column=cols.time if by_time else None,
@@ -187,11 +193,12 @@ def _check_options(c: StationsConfig, has_frame: bool) -> _Columns:
         if not named:
             raise ValueError(f"stations: name the {option} column(s) ({option}: [COLUMN, ...])")
     cols = _Columns(c.time, coords, y, c.station)
-    named = [c.time, *coords, *y, *([c.station] if c.station is not None else [])]
+    named = [c.time, *coords, *y, *as_list(c.station), *as_list(c.exposure)]
     twice = sorted({str(col) for col in named if named.count(col) > 1})
     if twice:
         raise ValueError(
-            f"stations: column(s) {twice} named more than once among time, coords, y and station"
+            f"stations: column(s) {twice} named more than once among time, coords, y, station "
+            "and exposure"
         )
     if c.time_as_input and cols.offset in named:
         raise ValueError(
@@ -216,12 +223,14 @@ def _check_options(c: StationsConfig, has_frame: bool) -> _Columns:
 def _task_table(table: Table, cols: _Columns, c: StationsConfig) -> Table:
     """``table`` as the ``table`` source reads it: column ``time`` the task key (the time, or
     the window's start), the coordinates, ``<time>_offset`` with ``time_as_input``, the
-    outputs; rows in the user's order and index, so messages name the user's rows."""
+    outputs, a count model's exposure column; rows in the user's order and index, so messages
+    name the user's rows."""
     import pandas as pd
 
     station = [cols.station] if cols.station is not None else []
+    exposure = as_list(c.exposure)  # checked by the table source, row by row
     named = {"time": [cols.time], "coords": cols.coords, "y": cols.y, "station": station}
-    require_options(table, named)
+    require_options(table, {**named, "exposure": exposure})
     if len(table.frame) == 0:
         raise DataError(f"{table.name}: the table has no rows")
     times = parse_times(table, cols.time)
@@ -230,7 +239,7 @@ def _task_table(table: Table, cols: _Columns, c: StationsConfig) -> Table:
     columns = {cols.time: key, **{col: frame[col] for col in cols.coords}}
     if c.time_as_input:
         columns[cols.offset] = offset
-    columns.update({col: frame[col] for col in cols.y})
+    columns.update({col: frame[col] for col in [*cols.y, *exposure]})
     tasks = pd.DataFrame(columns, index=frame.index)
     tasks.columns = list(columns)  # as given, whatever their type
     _check_repeats(table, tasks, frame, cols, c)

@@ -82,11 +82,13 @@ class GridContext:
         self._cells = cells
 
     def joined(self, stored: dict) -> dict:
-        """The stations' normalisation ``stored`` with the grid's variables after their outputs."""
+        """The stations' normalisation ``stored`` with the grid's variables after their outputs
+        (its other entries, a count model's ``exposure``, as they are)."""
         y, x = stored["y"], stored["x"]
         if x.get("range"):  # the cells were context too: their inputs lie in the range trained on
             x = {**x, "range": self._widened(x["range"])}
         return {
+            **stored,
             "x": x,
             "y": {
                 "columns": [*y["columns"], *self.y],
@@ -194,13 +196,17 @@ def _join(
     mask_c = batch.mask_c
     if mask_c is not None:
         mask_c = torch.cat([torch.ones(b, n, dtype=torch.bool), mask_c], 1)
+    info = {**batch.info, "grid_time": time}
+    if "exposure_c" in info:  # a count model's: the cells' outputs are no counts, so 1
+        exposure = info["exposure_c"]
+        info["exposure_c"] = torch.cat([exposure.new_ones(b, n, 1), exposure], 1)
     return Batch(
         xc=torch.cat([x, batch.xc], 1),
         yc=torch.cat([cells_y, yc], 1),
         xt=batch.xt,
         yt=yt,
         mask_c=mask_c,
-        info={**batch.info, "grid_time": time},
+        info=info,
         mask_t=batch.mask_t,
         mask_yc=torch.cat([cells_seen, mask_yc], 1),
         mask_yt=mask_yt,

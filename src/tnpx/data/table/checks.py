@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ...likelihoods import EXPOSURE_FAMILIES, family_of
+from ...likelihoods import check_exposure_option
 from ...user_files import DataError, Table, as_list, column_names
 from .splits import SPLIT_BY
 
@@ -57,22 +57,8 @@ def _check_options(
             f"(val_fraction + test_fraction < 1), got {c.test_fraction}"
         )
     _check_split_options(c, source)
-    _check_exposure_option(c, source)
+    check_exposure_option(c.exposure, c.likelihood, source)
     return task, x, y
-
-
-def _check_exposure_option(c: TableConfig, source: str) -> None:
-    """``exposure`` only for a count model's source (the ``likelihood`` it is fitted for)."""
-    if c.exposure is None:
-        return
-    family = None if c.likelihood is None else family_of(c.likelihood)
-    if family not in EXPOSURE_FAMILIES:
-        got = "a gaussian one" if family is None else f"likelihood {family}"
-        raise ValueError(
-            f"{source}: exposure ({c.exposure!r}) is taken only by a model with likelihood "
-            f"{' or '.join(EXPOSURE_FAMILIES)} (a count's rate times it), not {got}; set "
-            "model.likelihood to one of them, or remove exposure"
-        )
 
 
 def _check_split_options(c: TableConfig, source: str) -> None:
