@@ -1,7 +1,8 @@
 """Predicting with a checkpoint trained on stations with a grid as extra context
 (tnpx.apply.grid_context): the grid's rows built at a task's time, joined to the task's station
 readings, give through ``tnpx.predict`` what the model gives on the sampler's own batch; a
-draw of cells carries the grid's values there; a checkpoint without a grid is refused."""
+draw of cells carries the grid's values there; a checkpoint without a grid is refused; a count
+model's cells carry exposure 1."""
 
 from __future__ import annotations
 
@@ -228,3 +229,36 @@ def test_with_time_as_input_a_cell_carries_its_time_since_the_window_start(tmp_p
         float(grid["t2m"].sel(time=8.0, lat=a, lon=b)) for a, b in zip(rows["lat"], rows["lon"])
     ]
     np.testing.assert_allclose(rows["t2m"], want, rtol=1e-12)
+
+
+def test_a_count_models_cells_carry_exposure_one_and_its_targets_their_own(tmp_path, grid):
+    """Counts at stations with an exposure column (hours watched) and the grid as context:
+    the cells' rows carry the column at 1, as training gave them, and the counts predicted
+    follow each target's exposure."""
+    from tnpx.config import load_config
+    from tnpx.training.loop import fit
+
+    readings = make_stations(grid)
+    rng = np.random.default_rng(5)
+    readings["hours"] = rng.uniform(1.0, 24.0, len(readings))
+    readings["temp"] = rng.poisson(readings["hours"] * np.exp(readings["temp"] - 1)).astype(float)
+    readings.to_csv(tmp_path / "readings.csv", index=False)
+    grid.to_netcdf(tmp_path / "t2m.nc")
+    text = CONFIG.format(
+        path=tmp_path / "readings.csv", dim_y=2, out=tmp_path / "run",
+        grid=f", exposure: hours, grid: {{path: {tmp_path / 't2m.nc'}, y: [t2m]}}",
+    ).replace("missing_outputs: true", "missing_outputs: true, likelihood: poisson")  # fmt: skip
+    (tmp_path / "run.yaml").write_text(text)
+    fit(load_config(tmp_path / "run.yaml"))
+    checkpoint = tmp_path / "run" / "model.pt"
+    rows = grid_context_rows(None, checkpoint, time="2024-03-20 06:00")
+    assert list(rows.columns) == ["lat", "lon", "temp", "t2m", "hours"]
+    assert (rows["hours"] == 1.0).all()
+    day = readings[readings["time"] == pd.Timestamp("2024-03-20 06:00")]
+    context = pd.concat([day.iloc[:5].drop(columns="time").assign(t2m=np.nan), rows])
+    targets = day.iloc[5:][["lat", "lon", "hours"]]
+    pred = tnpx.predict(checkpoint, context, targets)
+    twice = tnpx.predict(checkpoint, context, targets.assign(hours=2 * targets["hours"]))
+    np.testing.assert_allclose(twice["temp_mean"], 2 * pred["temp_mean"], rtol=1e-5)
+    with pytest.raises(DataError, match="no column 'hours'"):
+        tnpx.predict(checkpoint, context.drop(columns="hours"), targets)

@@ -65,7 +65,8 @@ def grid_context_rows(
     Returns:
         A DataFrame, one row per cell with a grid value (a cell missing every variable carries
         nothing and is left out): the stored input columns, then the stored output columns,
-        the stations' NaN. ``attrs["grid_time"]``: the grid time step read.
+        the stations' NaN; for a count model trained with an exposure column, that column at
+        1 (the cells' exposure in training). ``attrs["grid_time"]``: the grid time step read.
 
     Raises:
         ValueError: ``checkpoint`` is not a checkpoint path, or was not trained with a grid
@@ -99,6 +100,8 @@ def grid_context_rows(
     columns.update({name: np.full(len(cells), np.nan) for name in station_y})
     columns.update(dict(zip(grid_y, values.T)))
     rows = pd.DataFrame(columns)[[*x_names, *y_names]]
+    if trained.get("exposure") is not None:  # a count model's: a cell's is 1, as in training
+        rows[trained["exposure"]] = 1.0
     rows = rows[np.isfinite(values).any(1)].reset_index(drop=True)
     rows.attrs["grid_time"] = str(data.labels[o.time][step])
     return rows
