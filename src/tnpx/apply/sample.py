@@ -33,7 +33,9 @@ import torch
 from torch.distributions import Distribution, Normal
 
 from ..input_checks import check_option
+from ..likelihoods import EXPOSURE_FAMILIES, model_family
 from ..models.base import NeuralProcess
+from ..models.exposure import predict_with_exposures, refuse_exposures
 
 METHODS = ("auto", "autoregressive", "buffer", "joint")
 
@@ -49,6 +51,8 @@ def sample(
     order: str | torch.Tensor = "random",
     method: str = "auto",
     seed: int | None = None,
+    exposure_c: torch.Tensor | None = None,
+    exposure_t: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """Joint samples of ``y`` at ``xt`` given the context.
 
@@ -66,6 +70,10 @@ def sample(
             joint, the buffer where the model has one, else autoregressive.
         seed: seeds the draws (and the random order) without touching the global RNG state;
             None uses the global RNG.
+        exposure_c: a count model's exposures ``[batch, n_ctx, 1]`` (> 0) and
+        exposure_t: ``[batch, n_tgt, 1]`` (:mod:`tnpx.models.exposure`): the context is read
+            as rates, each target's counts are drawn at its exposure, and each draw joins its
+            path's context at its target's exposure. Autoregressive only; None: 1.
 
     Returns:
         ``[n_samples, batch, n_tgt, dim_y]``, in the order of ``xt`` whatever the rollout order.
@@ -76,7 +84,15 @@ def sample(
     xc, yc, xt, mask_c = model._validate(xc, yc, xt, mask_c)
     n_tgt = xt.shape[1]
     perm = _order(order, n_tgt)
+    exposed = exposure_c is not None or exposure_t is not None
+    if exposed and method not in ("auto", "autoregressive"):
+        raise ValueError(f"method={method!r} takes no exposures; use method='autoregressive'")
     with torch.no_grad(), _seeded(seed, xt.device):
+        if exposed:
+            refuse_exposures(model, exposure_c, exposure_t)
+            if model_family(model) in EXPOSURE_FAMILIES:  # else every exposure is 1
+                exposures = _exposures(model, xc, xt, exposure_c, exposure_t)
+                return _autoregressive(model, xc, yc, xt, mask_c, n_samples, perm, exposures)
         if method == "joint" or (method == "auto" and model.predicts_jointly):
             return _joint_samples(model, xc, yc, xt, mask_c, n_samples)
         if method == "buffer" or (method == "auto" and model.buffered_sampling):
@@ -162,16 +178,46 @@ def _in_target_order(y_seq: torch.Tensor, idx: torch.Tensor, n_samples: int) -> 
     return out.reshape(n_samples, rows // n_samples, n_tgt, dim_y)
 
 
-def _autoregressive(model, xc, yc, xt, mask_c, n_samples: int, perm) -> torch.Tensor:
+def _exposures(model, xc, xt, exposure_c, exposure_t) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(exposure_c [b, n_ctx, 1], exposure_t [b, n_tgt, 1])``, each checked (a count
+    model's), 1 where None."""
+    out = []
+    for e, points, key in ((exposure_c, xc, "exposure_c"), (exposure_t, xt, "exposure_t")):
+        if e is None:
+            e = points.new_ones(*points.shape[:2], 1)
+        elif not isinstance(e, torch.Tensor) or e.shape != (*points.shape[:2], 1):
+            got = list(e.shape) if isinstance(e, torch.Tensor) else type(e).__name__
+            raise ValueError(f"{key}: expected shape {[*points.shape[:2], 1]}, got {got}")
+        elif not bool(((e > 0) & e.isfinite()).all()):
+            raise ValueError(f"{key}: every exposure must be a finite number > 0")
+        out.append(e.to(points))
+    return out[0], out[1]
+
+
+def _autoregressive(
+    model, xc, yc, xt, mask_c, n_samples: int, perm, exposures=None
+) -> torch.Tensor:
+    """The rollout; ``exposures`` ``(exposure_c, exposure_t)`` for a count model (each draw
+    joins its path's context with its target's exposure)."""
     x_seq, idx = _paths(xt, n_samples, perm)
     rows, n_tgt = idx.shape
     x_ctx, y_ctx = _tile(xc, n_samples), _tile(yc, n_samples)
     m_ctx = None if mask_c is None else _tile(mask_c, n_samples)
+    if exposures is not None:
+        e_ctx, e_seq = _tile(exposures[0], n_samples), _tile(exposures[1], n_samples)
+        e_seq = e_seq.gather(1, idx[..., None])  # each path's targets in its draw order
     y_seq = xt.new_empty(rows, n_tgt, yc.shape[-1])
     for k in range(n_tgt):
-        draw = _draw(model(x_ctx, y_ctx, x_seq[:, k : k + 1], m_ctx))  # [rows, 1, dim_y]
+        x_k = x_seq[:, k : k + 1]
+        if exposures is None:
+            pred = model(x_ctx, y_ctx, x_k, m_ctx)
+        else:
+            e_k = e_seq[:, k : k + 1]
+            pred = predict_with_exposures(model, x_ctx, y_ctx, x_k, m_ctx, None, e_ctx, e_k)
+            e_ctx = torch.cat([e_ctx, e_k], 1)
+        draw = _draw(pred)  # [rows, 1, dim_y]
         y_seq[:, k : k + 1] = draw
-        x_ctx = torch.cat([x_ctx, x_seq[:, k : k + 1]], 1)
+        x_ctx = torch.cat([x_ctx, x_k], 1)
         y_ctx = torch.cat([y_ctx, draw], 1)
         if m_ctx is not None:
             m_ctx = torch.cat([m_ctx, m_ctx.new_ones(rows, 1)], 1)
