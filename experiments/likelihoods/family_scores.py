@@ -26,8 +26,16 @@ Two more rows (``VARIANTS``): the Poisson tasks with a negative-binomial head (w
 that can spread further covers counts whose latent rate the context leaves uncertain), and
 skewed fractions near 0 (``beta-skewed.yaml``).
 
+Beside them, where GPyTorch has the family's likelihood (all but ``mixture``,
+``lowrank-gaussian`` and ``bernoulli-gamma``), the ``per-task GP``: a GP fitted to each test
+task's context with that likelihood by variational inference (:mod:`tnpx.gp.approx_fit`: 100
+steps, RBF kernel; its fit counts in its time), scored the same way from its predictive law
+(quadrature for LL and the PIT, exact draws for the CRPS) on the first 16 test batches (256
+tasks: the fit takes 10-20 s a batch), and compared with the family's head on those tasks.
+
     python -m experiments.likelihoods.family_scores          # every family; results/likelihoods/
     python -m experiments.likelihoods.family_scores --families poisson --quick --out /tmp/x
+    python -m experiments.likelihoods.family_scores --add-gp   # GP rows beside a saved study
 
 Runs are trained once into ``runs/likelihoods/`` (a finished run is loaded, not retrained).
 """
@@ -37,21 +45,24 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 import sys
-import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 
+import numpy as np
 import torch
-from torch.distributions import Distribution
 
 from experiments.kit import mean_se, paired_mean_se, pm
-from tnpx.batch import observed_mean, observed_score
+from experiments.likelihoods.scoring import (
+    GP_HEAD,
+    reference_ll,
+    score_gp,
+    score_head,
+)
 from tnpx.config import load_config
-from tnpx.data import batch_at
-from tnpx.data.synthetic import true_predictive_log_prob
 from tnpx.evaluation import build_test_sampler
-from tnpx.likelihoods import crps, family_of, is_continuous, target_log_prob
+from tnpx.likelihoods import family_of, is_continuous
 from tnpx.provenance import command_line, git_commit, hardware
 from tnpx.training import train_or_load
 
@@ -77,78 +88,7 @@ VARIANTS = {
     "beta-skewed": ("beta-skewed", ()),
 }
 TASKS = FAMILIES + tuple(VARIANTS)
-# Outputs with masses at single values: the left limit F(y-) differs from F(y) there. Counts
-# and 0/1 take integers (the limit is F(y - 1)); rain has a mass at 0, fractions with spikes at
-# 0 and 1 (the limit is F just below: the continuous part adds nothing in between).
-INTEGER_FAMILIES = {"bernoulli", "poisson", "negative-binomial"}
-ATOM_FAMILIES = {"bernoulli-gamma", "beta"}
-LEVELS = (0.5, 0.9)
 QUICK = ["train.steps=30", "train.val_every=30", "eval.n_batches=2"]
-
-
-@dataclass
-class HeadScores:
-    """One trained model's scores on the test tasks (per-task values kept for pairing)."""
-
-    head: str
-    train_s: float | None
-    score_s: float
-    ll: list[float] = field(default_factory=list)
-    crps: list[float] = field(default_factory=list)
-    coverage: dict[str, float] = field(default_factory=dict)
-
-
-def left_limit(pred: Distribution, y: torch.Tensor, family: str) -> torch.Tensor:
-    """``F(y-) = P(Y < y)`` per target and output, ``[b, n_tgt, dim_y]``, for a prediction of
-    ``family`` (the head's: a Gaussian head's prediction has no masses, whatever the data)."""
-    if family in INTEGER_FAMILIES:
-        return pred.cdf(y - 1)
-    if family in ATOM_FAMILIES:
-        return pred.cdf(y - 1e-6)
-    return pred.cdf(y)
-
-
-def randomised_pit(
-    pred: Distribution, y: torch.Tensor, family: str, generator: torch.Generator
-) -> torch.Tensor:
-    """``u = F(y-) + V (F(y) - F(y-))``, ``V ~ U(0, 1)``, per target and output: uniform on
-    (0, 1) when ``pred`` is the law of ``y``, whatever mass it puts on single values."""
-    upper, lower = pred.cdf(y), left_limit(pred, y, family)
-    v = torch.rand(y.shape, generator=generator, dtype=upper.dtype)
-    return lower + v * (upper - lower)
-
-
-def score_head(model, sampler, n_batches: int, train_s: float | None) -> HeadScores:
-    """``model`` on test batches ``0..n_batches-1`` of ``sampler``: LL and CRPS per task
-    (means over its targets; CRPS summed over outputs), and PIT coverage over all targets and
-    outputs at each level."""
-    family = family_of(model.hyper.likelihood)
-    generator = torch.Generator().manual_seed(0)  # the PIT's uniforms: the same for each head
-    out = HeadScores(family, train_s, 0.0)
-    inside = {level: [] for level in LEVELS}
-    start = time.perf_counter()
-    with torch.no_grad():
-        for i in range(n_batches):
-            batch = batch_at(sampler, i, split="test")
-            pred = model.predict_batch(batch)
-            ll = observed_score(target_log_prob(pred, batch.yt)[..., None], batch.mask_t, None)
-            out.ll += ll.tolist()
-            out.crps += observed_score(crps(pred, batch.yt), batch.mask_t, batch.mask_yt).tolist()
-            u = randomised_pit(pred, batch.yt, family, generator)
-            for level in LEVELS:
-                hit = ((u - 0.5).abs() <= level / 2).double()
-                inside[level].append(observed_mean(hit, batch.mask_t, batch.mask_yt))
-    out.score_s = time.perf_counter() - start
-    out.coverage = {f"{level:g}": float(torch.cat(v).mean()) for level, v in inside.items()}
-    return out
-
-
-def reference_ll(sampler, n_batches: int) -> list[float]:
-    """The generating law's LL per task (given the latent function) on the same tasks."""
-    values = []
-    for i in range(n_batches):
-        values += true_predictive_log_prob(batch_at(sampler, i, split="test")).tolist()
-    return values
 
 
 def run_family(task: str, runs: Path, extra: list[str]) -> dict:
@@ -172,6 +112,9 @@ def run_family(task: str, runs: Path, extra: list[str]) -> dict:
         n_batches = cfg.eval.n_batches
         sampler = build_test_sampler(cfg)
         scores[head] = score_head(model.eval(), sampler, n_batches, train_s)
+    if family in gp_families():
+        print(f"== {task}: the {GP_HEAD} ({family}) ==", flush=True)
+        scores[GP_HEAD] = score_gp(sampler, n_batches, family)
     return {
         "task": task,
         "family": family,
@@ -181,8 +124,55 @@ def run_family(task: str, runs: Path, extra: list[str]) -> dict:
         "n_batches": n_batches,
         "batch_size": int(cfg.eval.batch_size),
         "reference_ll": reference_ll(sampler, n_batches),
-        "heads": {head: asdict(s) for head, s in scores.items()},
+        "heads": {head: {**asdict(s), **provenance()} for head, s in scores.items()},
     }
+
+
+def gp_families() -> tuple[str, ...]:
+    """The families GPyTorch has a likelihood for (the per-task GP rows)."""
+    from tnpx.gp.approx_fit import APPROX_FAMILIES  # needs the gp extra
+
+    return APPROX_FAMILIES
+
+
+def provenance() -> dict:
+    """What scored a head: the command and the commit (a results file may join heads scored
+    by two commands, as ``--add-gp`` does)."""
+    return {"command": command_line(), "commit": git_commit()}
+
+
+def add_gp(out: Path) -> list[dict]:
+    """The study's saved entries (``out/results.json``) with the per-task GP scored on each
+    family's test tasks, checked to be the tasks its heads were scored on (the generating
+    law's LL on them, equal to 1e-9); the heads as they were (heads saved without their
+    provenance take the command and commit the README names)."""
+    entries = json.loads((out / "results.json").read_text())
+    saved = _readme_provenance(out / "README.md")
+    for e in entries:
+        for head in e["heads"].values():
+            for key, value in saved.items():
+                head.setdefault(key, value)
+        if e["family"] not in gp_families():
+            continue
+        cfg = load_config(ROOT / e["config"], list(e["overrides"]))
+        sampler = build_test_sampler(cfg)
+        if not np.allclose(reference_ll(sampler, e["n_batches"]), e["reference_ll"], atol=1e-9):
+            raise SystemExit(
+                f"{e['task']}: the test tasks differ from those its heads were scored on; "
+                "re-run the whole study instead"
+            )
+        print(f"== {e['task']}: the {GP_HEAD} ({e['family']}) ==", flush=True)
+        e["heads"][GP_HEAD] = {**asdict(score_gp(sampler, e["n_batches"], e["family"])),
+                               **provenance()}  # fmt: skip
+    return entries
+
+
+def _readme_provenance(readme: Path) -> dict:
+    """The command and commit a results README's ``**Command**`` line names."""
+    found = re.search(r"\*\*Command\*\*: `([^`]+)`, commit `([0-9a-f+dirty]+)`", readme.read_text())
+    if found is None:
+        raise SystemExit(f"{readme}: no **Command** line naming a command and a commit")
+    return {"command": found.group(1), "commit": found.group(2)}
 
 
 def verdict(entry: dict) -> dict:
@@ -207,7 +197,7 @@ def rows(entry: dict) -> list[str]:
     lines = []
     for head, s in entry["heads"].items():
         own = head == family
-        ll = "—" if (not own and not compares) else pm(*mean_se(s["ll"]))
+        ll = "—" if (head == "gaussian" and not own and not compares) else pm(*mean_se(s["ll"]))
         diff = "—"
         if own and "crps_diff" in check:
             ratio = (
@@ -216,7 +206,7 @@ def rows(entry: dict) -> list[str]:
                 else math.inf
             )
             diff = f"{pm(check['crps_diff'], check['crps_diff_se'])} ({ratio:.1f} s.e.)"
-        per_batch = 1e3 * s["score_s"] / entry["n_batches"]
+        per_batch = 1e3 * s["score_s"] * entry["batch_size"] / len(s["crps"])
         train = "—" if s["train_s"] is None else f"{s['train_s']:.0f}"
         lines.append(
             f"| {entry.get('task', family)} | {head} | {ll} | {pm(*ref) if own else ''} "
@@ -234,14 +224,23 @@ def reading(entries: list[dict]) -> str:
         where = "in" if check["coverage_ok"] else "outside"
         text = f"`{e.get('task', e['family'])}`: 90 % coverage {cov:.3f} ({where} 0.87-0.93)"
         if "crps_ok" in check:
-            better = "below" if check["crps_diff"] < 0 else "above"
-            text += (
-                f", CRPS {better} the Gaussian head's by {abs(check['crps_diff']):.4f} ± "
-                f"{check['crps_diff_se']:.4f} "
-                f"({'more' if check['crps_ok'] else 'not more'} than 2 s.e.)"
+            text += ", CRPS " + _gap(
+                check["crps_diff"], check["crps_diff_se"], "the Gaussian head's"
             )
+        gp = e["heads"].get(GP_HEAD)
+        if gp is not None:  # paired over the tasks the GP was scored on (the first ones)
+            own = e["heads"][e["family"]]["crps"][: len(gp["crps"])]
+            diff, se = paired_mean_se(own, gp["crps"])
+            text += f"; against the {GP_HEAD}, CRPS " + _gap(diff, se, "its")
         parts.append(text)
     return "; ".join(parts) + "."
+
+
+def _gap(diff: float, se: float, whose: str) -> str:
+    """``below <whose> by 0.0123 ± 0.0010 (more than 2 s.e.)``: a paired CRPS difference."""
+    side = "below" if diff < 0 else "above"
+    more = "more" if abs(diff) > 2 * se else "not more"
+    return f"{side} {whose} by {abs(diff):.4f} ± {se:.4f} ({more} than 2 s.e.)"
 
 
 def what() -> str:
@@ -263,7 +262,7 @@ def write(entries: list[dict], out: Path, started: str) -> None:
         "",
         "**What**: " + what(),
         "",
-        f"**Command**: `{command_line()}`, commit `{started}`.",
+        "**Command**: " + _commands(entries, started) + ".",
         "",
         f"**Protocol or budget**: `configs/likelihoods/<family>.yaml` (a budget: `tnp`, 64 wide, "
         f"3 layers; the configs' steps, one seed); test: {first['n_batches']} batches of "
@@ -289,12 +288,29 @@ def write(entries: list[dict], out: Path, started: str) -> None:
     print("\n".join(text))
 
 
+def _commands(entries: list[dict], started: str) -> str:
+    """Each command and commit that scored the heads of ``entries`` (``started``: this run's
+    commit, for heads without their own), in order of first use."""
+    seen: dict[tuple[str, str], list[str]] = {}
+    for e in entries:
+        for name, head in e["heads"].items():
+            key = (head.get("command", command_line()), head.get("commit", started))
+            kind = GP_HEAD + " rows" if name == GP_HEAD else "the trained heads"
+            seen.setdefault(key, [])
+            if kind not in seen[key]:
+                seen[key].append(kind)
+    return "; ".join(f"`{cmd}`, commit `{commit}` ({', '.join(kinds)})"
+                     for (cmd, commit), kinds in seen.items())  # fmt: skip
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--families", nargs="*", default=list(TASKS), choices=TASKS)
     parser.add_argument("--out", type=Path, default=ROOT / "results" / "likelihoods")
     parser.add_argument("--runs", type=Path, default=ROOT / "runs" / "likelihoods")
     parser.add_argument("--quick", action="store_true", help="a smoke run (tests); needs --out")
+    only_gp = f"score only the {GP_HEAD} rows, on the test tasks of the study saved in --out"
+    parser.add_argument("--add-gp", action="store_true", help=only_gp)
     args = parser.parse_args(argv)
     if args.quick and args.out == parser.get_default("out"):
         parser.error("--quick writes nothing to be read as a result: give --out (a tmp folder)")
@@ -302,7 +318,10 @@ def main(argv: list[str] | None = None) -> int:
     started = git_commit()  # the code that trains and scores
     extra = QUICK if args.quick else []
     runs = args.out / "runs" if args.quick else args.runs
-    entries = [run_family(f, runs, extra) for f in args.families]
+    if args.add_gp:
+        entries = add_gp(args.out)
+    else:
+        entries = [run_family(f, runs, extra) for f in args.families]
     write(entries, args.out, started)
     return 0
 

@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from experiments.likelihoods import family_scores as study
+from experiments.likelihoods.scoring import GP_HEAD, randomised_pit
 from tnpx.likelihoods import build_likelihood
 
 
@@ -24,7 +25,7 @@ def test_the_randomised_pit_of_the_true_law_covers_each_level(family, raw):
     torch.manual_seed(0)
     pred = build_likelihood(family, 1, 1e-3, "softplus")(raw)
     y = pred.sample()
-    u = study.randomised_pit(pred, y, family, torch.Generator().manual_seed(1))
+    u = randomised_pit(pred, y, family, torch.Generator().manual_seed(1))
     for level in (0.5, 0.9):
         share = float(((u - 0.5).abs() <= level / 2).double().mean())
         assert abs(share - level) < 0.03, (family, level, share)
@@ -34,16 +35,48 @@ def test_the_randomised_pit_of_the_true_law_covers_each_level(family, raw):
 
 
 @pytest.mark.slow
-def test_a_quick_run_writes_the_table(tmp_path):
+def test_a_quick_run_writes_the_table_and_add_gp_scores_its_tasks_again(tmp_path):
     assert study.main(["--families", "gaussian", "poisson", "--quick", "--out", str(tmp_path)]) == 0
     text = (tmp_path / "README.md").read_text()
     assert "| poisson | poisson |" in text and "| poisson | gaussian |" in text
+    assert f"| poisson | {GP_HEAD} |" in text and "against the per-task GP, CRPS" in text
     entries = json.loads((tmp_path / "results.json").read_text())
     assert [e["family"] for e in entries] == ["gaussian", "poisson"]
     for entry in entries:
+        assert list(entry["heads"])[-1] == GP_HEAD
         for head in entry["heads"].values():
             assert all(0 <= v <= 1 for v in head["coverage"].values())
-            assert len(head["crps"]) == entry["n_batches"] * entry["batch_size"]
+            assert len(head["crps"]) == entry["n_batches"] * entry["batch_size"]  # 2 <= 16
+            assert head["commit"] and head["command"]  # what scored it
+
+    # --add-gp on that study: the same GP scores (same tasks, seeded draws), the heads kept
+    old_gp = {e["family"]: e["heads"].pop(GP_HEAD)["crps"] for e in entries}
+    (tmp_path / "results.json").write_text(json.dumps(entries))
+    assert study.main(["--add-gp", "--out", str(tmp_path)]) == 0
+    again = json.loads((tmp_path / "results.json").read_text())
+    first = json.loads(json.dumps(entries))
+    for old, new in zip(first, again):
+        assert (
+            new["heads"]["poisson" if old["family"] == "poisson" else "gaussian"]["ll"]
+            == (old["heads"][old["family"]]["ll"])
+        )
+        assert new["heads"][GP_HEAD]["crps"] == old_gp[old["family"]]  # same tasks, same draws
+    # tasks that are not those the heads were scored on: refused
+    again[1]["reference_ll"][0] += 1.0
+    (tmp_path / "results.json").write_text(json.dumps(again))
+    with pytest.raises(SystemExit, match="poisson: the test tasks differ"):
+        study.main(["--add-gp", "--out", str(tmp_path)])
+
+
+def test_the_command_line_names_each_command_and_commit():
+    heads = {"poisson": {"command": "python -m a", "commit": "abc"},
+             "gaussian": {"command": "python -m a", "commit": "abc"},
+             GP_HEAD: {"command": "python -m a --add-gp", "commit": "def"}}  # fmt: skip
+    text = study._commands([{"heads": heads}], "zzz")
+    assert text == (
+        "`python -m a`, commit `abc` (the trained heads); "
+        f"`python -m a --add-gp`, commit `def` ({GP_HEAD} rows)"
+    )
 
 
 def _entry(family: str, likelihood) -> dict:

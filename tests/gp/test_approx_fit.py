@@ -15,10 +15,11 @@ from tnpx.gp.approx_fit import (
     APPROX_FAMILIES,
     NegativeBinomialLikelihood,
     PoissonLikelihood,
-    _log_marginal,
     approx_gp_log_density,
     approx_gp_log_prob,
+    approx_gp_predictive,
 )
+from tnpx.gp.approx_predictive import QuadraturePredictive, as_prediction
 
 
 def rich_batch(family: str, **options):
@@ -51,19 +52,50 @@ def test_count_likelihoods_equal_scipy():
     np.testing.assert_allclose(got.detach().numpy(), expected, atol=1e-10)
 
 
-def test_the_quadrature_is_the_predictive_density():
-    mean = torch.tensor([[0.2, -1.0]], dtype=torch.float64)
-    variance = torch.tensor([[0.3, 0.05]], dtype=torch.float64)
-    y = torch.tensor([[3.0, 0.0]], dtype=torch.float64)
-    got = _log_marginal(PoissonLikelihood(), y, mean, variance, 20, {})
-    for j in range(2):
-        m, s, k = float(mean[0, j]), float(variance[0, j]) ** 0.5, float(y[0, j])
-        value, _ = integrate.quad(
-            lambda f, m=m, s=s, k=k: stats.norm.pdf(f, m, s) * stats.poisson.pmf(k, np.exp(f)),
-            m - 10 * s,
-            m + 10 * s,
-        )
-        assert float(got[0, j]) == pytest.approx(np.log(value), abs=1e-8)
+def poisson_law(mean, variance) -> QuadraturePredictive:
+    return QuadraturePredictive(
+        mean, variance, lambda f: as_prediction(PoissonLikelihood().forward(f))
+    )
+
+
+MEAN = torch.tensor([[0.2, -1.0, 1.5]], dtype=torch.float64)
+VARIANCE = torch.tensor([[0.3, 0.05, 0.2]], dtype=torch.float64)
+
+
+def integral(m: float, s: float, g) -> float:
+    """``E[g(f)]``, ``f ~ N(m, s²)``, by scipy's adaptive quadrature."""
+    value, _ = integrate.quad(lambda f: stats.norm.pdf(f, m, s) * g(f), m - 10 * s, m + 10 * s)
+    return value
+
+
+def test_the_quadrature_is_the_predictive_density_and_cdf():
+    y = torch.tensor([[3.0, 0.0, 5.0]], dtype=torch.float64)
+    law = poisson_law(MEAN, VARIANCE)
+    assert law.batch_shape == (1, 3, 1)
+    log_p, cdf = law.log_prob(y[..., None]), law.cdf(y[..., None])
+    for j in range(3):
+        m, s, k = float(MEAN[0, j]), float(VARIANCE[0, j]) ** 0.5, float(y[0, j])
+        p = integral(m, s, lambda f, k=k: stats.poisson.pmf(k, np.exp(f)))
+        c = integral(m, s, lambda f, k=k: stats.poisson.cdf(k, np.exp(f)))
+        # 20 Gauss-Hermite nodes: within 2e-8 of scipy's adaptive quadrature here
+        assert float(log_p[0, j, 0]) == pytest.approx(np.log(p), abs=2e-8)
+        assert float(cdf[0, j, 0]) == pytest.approx(c, abs=2e-8)
+
+
+def test_the_predictive_moments_and_samples_agree():
+    """Counts with a log-normal rate: mean ``exp(m + s²/2)``, variance the mean plus
+    ``(exp(s²) - 1) exp(2m + s²)`` (overdispersed); 200,000 exact draws match both."""
+    law = poisson_law(MEAN, VARIANCE)
+    mean = torch.exp(MEAN + VARIANCE / 2)
+    variance = mean + (VARIANCE.exp() - 1) * torch.exp(2 * MEAN + VARIANCE)
+    torch.testing.assert_close(law.mean[..., 0], mean, rtol=1e-9, atol=0)
+    torch.testing.assert_close(law.variance[..., 0], variance, rtol=1e-7, atol=0)
+    torch.manual_seed(0)
+    draws = law.sample((200_000,))
+    assert draws.shape == (200_000, 1, 3, 1)
+    se = (variance / 200_000).sqrt()
+    assert ((draws.mean(0)[..., 0] - mean).abs() < 4 * se).all()
+    assert ((draws.var(0)[..., 0] / variance - 1).abs() < 0.03).all()
 
 
 def check_fit(family: str, steps: int) -> None:
@@ -107,7 +139,7 @@ def test_a_family_without_a_gpytorch_likelihood_is_refused(family):
 def test_a_batch_it_cannot_fit_is_refused_in_one_line():
     batch = rich_batch("gaussian")
     two_outputs = batch_at(build_sampler("gp-link", 2, 0, family="lowrank-gaussian"), 0)
-    with pytest.raises(ValueError, match="needs one output, at least one context point"):
+    with pytest.raises(ValueError, match="needs one output and at least one context point"):
         approx_gp_log_prob(two_outputs, "gaussian")
     masked = type(batch)(
         batch.xc,
@@ -118,3 +150,23 @@ def test_a_batch_it_cannot_fit_is_refused_in_one_line():
     )
     with pytest.raises(ValueError, match="takes no padded or missing context values"):
         approx_gp_log_prob(masked, "gaussian")
+
+
+@pytest.mark.parametrize("family", APPROX_FAMILIES)
+def test_every_familys_predictive_scores_like_a_models(family):
+    """Finite LL, a cdf in [0, 1] rising with y, a CRPS >= 0 and samples in the support."""
+    batch = rich_batch(family)
+    law = approx_gp_predictive(batch, family, steps=10)
+    y = batch.yt.double()
+    assert law.batch_shape == y.shape and bool(law.log_prob(y).isfinite().all())
+    low, high = law.cdf(y - 0.5), law.cdf(y + 0.5)
+    assert bool(((0 <= low) & (low <= high + 1e-12) & (high <= 1 + 1e-12)).all())
+    torch.manual_seed(0)
+    assert bool((law.crps(y) >= 0).all())
+    draws = law.sample((64,))
+    if family in ("poisson", "negative-binomial"):
+        assert bool(((draws >= 0) & (draws == draws.round())).all())
+    if family == "bernoulli":
+        assert set(draws.unique().tolist()) <= {0.0, 1.0}
+    if family == "beta":
+        assert bool(((draws > 0) & (draws < 1)).all())

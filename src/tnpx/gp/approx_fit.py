@@ -26,13 +26,11 @@ refused. Computed in float64; needs the ``gp`` extra (GPyTorch).
 
 from __future__ import annotations
 
-import math
-
-import numpy as np
 import torch
 
 from ..batch import Batch, observed_score
 from ..extras import require
+from .approx_predictive import QuadraturePredictive, as_prediction
 
 gpytorch = require("gpytorch", "gp", "the approximate GP baseline (tnpx.gp.approx_fit)")
 from gpytorch.likelihoods import (  # noqa: E402  (after the one-line error for a missing extra)
@@ -136,29 +134,30 @@ def _check(batch: Batch, family: str) -> None:
             f"the approximate GP baseline has no likelihood {family!r}; "
             f"choose from {', '.join(APPROX_FAMILIES)}"
         )
-    if batch.yt is None or batch.yc.shape[-1] != 1 or batch.yc.shape[1] == 0:
+    if batch.yc.shape[-1] != 1 or batch.yc.shape[1] == 0:
         raise ValueError(
-            "the approximate GP baseline needs one output, at least one context point and "
-            "target outputs"
+            "the approximate GP baseline needs one output and at least one context point"
         )
     if batch.mask_c is not None or batch.mask_yc is not None:
         raise ValueError("the approximate GP baseline takes no padded or missing context values")
 
 
-def approx_gp_log_density(
+def approx_gp_predictive(
     batch: Batch,
     family: str,
     steps: int = 100,
     lr: float = 0.1,
     ngd_lr: float = 0.2,
     quadrature: int = 20,
-) -> torch.Tensor:
-    """Each target's predictive log-density under a GP fitted to its task's context with
-    ``family``'s likelihood, ``[batch, n_tgt, 1]`` float64 (the module docstring says how).
+) -> QuadraturePredictive:
+    """The predictive law at each target of a GP fitted to its task's context with
+    ``family``'s likelihood (the module docstring says how), batch shape ``[batch, n_tgt, 1]``
+    float64: ``log_prob`` and ``cdf`` by quadrature, exact samples, the sample CRPS
+    (:class:`~tnpx.gp.approx_predictive.QuadraturePredictive`).
 
     Args:
-        batch: ``xc [batch, n_ctx, dim_x]``, ``yc [batch, n_ctx, 1]``, ``xt``, ``yt`` (one output,
-            no context masks); counts may carry ``info["exposure_c"/"exposure_t"]``.
+        batch: ``xc [batch, n_ctx, dim_x]``, ``yc [batch, n_ctx, 1]``, ``xt`` (one output, no
+            context masks); counts may carry ``info["exposure_c"/"exposure_t"]``.
         family: one of ``APPROX_FAMILIES``.
         steps: optimiser steps of the fit; lr: Adam's rate (hyper-parameters); ngd_lr: the
             natural-gradient rate (variational distribution); quadrature: Gauss-Hermite nodes.
@@ -168,7 +167,7 @@ def approx_gp_log_density(
     """
     _check(batch, family)
     xc, xt = batch.xc.double(), batch.xt.double()
-    yc, yt = batch.yc[..., 0].double(), batch.yt[..., 0].double()
+    yc = batch.yc[..., 0].double()
     kw_c, kw_t = _exposures(batch, family)
     b, n = yc.shape
     with torch.enable_grad():
@@ -185,17 +184,21 @@ def approx_gp_log_density(
     model.eval(), likelihood.eval()
     with torch.no_grad():
         f = model(xt)
-        return _log_marginal(likelihood, yt, f.mean, f.variance, quadrature, kw_t)[..., None]
+        mean, variance = f.mean.detach(), f.variance.detach()
+
+    def law(values: torch.Tensor):  # p(y | f) at latent values [..., batch, n_tgt]
+        with torch.no_grad():
+            return as_prediction(likelihood.forward(values, **kw_t))
+
+    return QuadraturePredictive(mean, variance, law, quadrature)
 
 
-def _log_marginal(likelihood, y, mean, variance, nodes: int, kwargs: dict) -> torch.Tensor:
-    """``log E[p(y | f)]``, ``f ~ N(mean, variance)`` per point, by Gauss-Hermite quadrature
-    summed in log space (no underflow where each node's density is tiny)."""
-    x, w = (torch.as_tensor(a, dtype=torch.float64) for a in np.polynomial.hermite.hermgauss(nodes))
-    shape = (-1,) + (1,) * mean.dim()
-    f = mean + (2 * variance.clamp_min(0)).sqrt() * x.view(shape)  # [nodes, batch, n]
-    log_p = likelihood.forward(f, **kwargs).log_prob(y)
-    return torch.logsumexp(log_p + w.log().view(shape), 0) - 0.5 * math.log(math.pi)
+def approx_gp_log_density(batch: Batch, family: str, **settings) -> torch.Tensor:
+    """Each target's predictive log-density under :func:`approx_gp_predictive` (``settings``
+    its options), ``[batch, n_tgt, 1]`` float64; ``batch`` needs ``yt``."""
+    if batch.yt is None:
+        raise ValueError("the approximate GP baseline's density needs the target outputs yt")
+    return approx_gp_predictive(batch, family, **settings).log_prob(batch.yt.double())
 
 
 def approx_gp_log_prob(batch: Batch, family: str, **settings) -> torch.Tensor:
