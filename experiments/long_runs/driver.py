@@ -33,6 +33,8 @@ import sys
 import time
 from pathlib import Path
 
+from experiments.long_runs.half_weights import HALF_WEIGHT_RUNS, store_half
+
 ROOT = Path(__file__).resolve().parents[2]
 FOLDER = ROOT / "long-runs"
 # Planned steps of the TE-1 and KR-3 runs (experiments/long_runs/plans/te1-kr3.md: each step
@@ -288,14 +290,16 @@ def prerequisite(name: str) -> str | None:
 def tidy(names: list[str]) -> list[str]:
     """Delete the training state (``checkpoints/``) and TensorBoard log (``tensorboard/``, the
     same numbers as ``metrics.csv``) of each finished run, so it keeps its config, metrics and
-    ``model.pt`` only; returns their names. A finished run's ``model.pt`` records its steps and
-    seconds (``tnpx runs`` reads them)."""
+    ``model.pt`` only (at half precision for :data:`HALF_WEIGHT_RUNS`); returns their names. A
+    finished run's ``model.pt`` records its steps and seconds (``tnpx runs`` reads them)."""
     tidied = []
     for name in names:
         state = FOLDER / name / "checkpoints"
         if finished(name) and state.is_dir():
             shutil.rmtree(state)
             shutil.rmtree(FOLDER / name / "tensorboard", ignore_errors=True)
+            if name in HALF_WEIGHT_RUNS:  # the repository's budget (half_weights.py)
+                store_half(FOLDER / name / "model.pt")
             tidied.append(name)
     return tidied
 
