@@ -130,7 +130,7 @@ def run_family(task: str, runs: Path, extra: list[str]) -> dict:
 
 def gp_families() -> tuple[str, ...]:
     """The families GPyTorch has a likelihood for (the per-task GP rows)."""
-    from tnpx.gp.approx_fit import APPROX_FAMILIES  # needs the gp extra
+    from tnpx.gp import APPROX_FAMILIES  # needs the gp extra
 
     return APPROX_FAMILIES
 

@@ -72,7 +72,7 @@ def score_gp(sampler, n_batches: int, family: str) -> HeadScores:
     """The per-task GP with ``family``'s likelihood (GPyTorch's variational inference, fitted
     to each task's context: its fit counts in the time) on the first ``min(n_batches,
     GP_BATCHES)`` test batches; its CRPS from draws of a generator seeded here."""
-    from tnpx.gp.approx_fit import approx_gp_predictive  # needs the gp extra
+    from tnpx.gp import approx_gp_predictive  # needs the gp extra
 
     def predict(batch: Batch) -> Distribution:
         return approx_gp_predictive(batch, family)

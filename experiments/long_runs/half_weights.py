@@ -24,7 +24,7 @@ from pathlib import Path
 
 import torch
 
-from tnpx.checkpoint.records import read_checkpoint
+from tnpx.checkpoint import read_checkpoint
 
 # the runs whose model.pt is stored at half precision (experiments/long_runs/plans/te1-kr3.md)
 HALF_WEIGHT_RUNS = ("te1-te-pt-tnp", "te1-pt-tnp-ist", "te1-te-tnp-rope")

@@ -12,7 +12,7 @@ import tnpx
 from experiments.long_runs import driver
 from experiments.long_runs.half_weights import HALF_WEIGHT_RUNS, main, store_half
 from tests.helpers.small_models import make_task, small_model
-from tnpx.checkpoint.records import read_checkpoint
+from tnpx.checkpoint import read_checkpoint
 
 
 def saved(path):

@@ -29,6 +29,8 @@ _HOMES = {
     "TREND_KERNELS": "kernels",
     "anisotropic_kernel_matrix": "kernels_anisotropic",
     "approx_gp_log_prob": "approx_fit",
+    "approx_gp_predictive": "approx_fit",
+    "APPROX_FAMILIES": "approx_fit",
     "average_log_likelihood": "average",
     "canonical_kernel": "kernels",
     "joint_draw": "prior",

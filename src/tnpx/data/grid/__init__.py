@@ -50,13 +50,12 @@ from ...likelihoods import check_exposure_option
 from ...user_files import DataError, as_list
 from ..base import CONTEXT_SIZE_RULES, SPLITS, TaskSampler, context_size
 from .checks import (
+    block_checks,
     check_clear,
     check_given,
     check_sorted,
     check_window_inputs,
     check_windows,
-    exposure_check,
-    support_check,
     warn_time_split,
 )
 from .config import GridConfig
@@ -116,7 +115,7 @@ class GridSampler(TaskSampler):
         # a window is drawn with at least ceil(N min_valid) valid cells, and never fewer than
         # two (one context point, one target)
         least = max(2, math.ceil(self.n_points * c.min_valid - 1e-9))
-        check = _block_checks(data, c)
+        check = block_checks(data, c)
         found = scan(data, self.window, regions, regions["train"], self.n_points - least, check)
         found.fills.check(data.name)
         self._windows, moments = found.windows, found.moments
@@ -270,22 +269,6 @@ def context_range(n_points: int, min_frac: float, max_frac: float) -> tuple[int,
             f"{max_frac} N (with >= 1 target)"
         )
     return min_ctx, max_ctx
-
-
-def _block_checks(data: GridData, c: GridConfig):
-    """The checks the scan applies to each block of outputs (a non-Gaussian family's support,
-    a count model's exposures: :mod:`tnpx.data.grid.checks`), as one; None where none."""
-    checks = [] if c.likelihood is None else [support_check(data, c.likelihood)]
-    if data.exposure is not None:
-        checks.append(exposure_check(data, c.exposure))
-    if not checks:
-        return None
-
-    def check(r0: int, values) -> None:
-        for one in checks:
-            one(r0, values)
-
-    return check
 
 
 # -- options -----------------------------------------------------------------------------------

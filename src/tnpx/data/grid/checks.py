@@ -178,3 +178,19 @@ def cell_text(data: GridData, r0: int, shape: tuple[int, ...]):
         return f"cell {', '.join(where)}"
 
     return text
+
+
+def block_checks(data: GridData, c: GridConfig):
+    """The checks the scan applies to each block of outputs (a non-Gaussian family's support,
+    a count model's exposures: :mod:`tnpx.data.grid.checks`), as one; None where none."""
+    checks = [] if c.likelihood is None else [support_check(data, c.likelihood)]
+    if data.exposure is not None:
+        checks.append(exposure_check(data, c.exposure))
+    if not checks:
+        return None
+
+    def check(r0: int, values) -> None:
+        for one in checks:
+            one(r0, values)
+
+    return check

@@ -27,6 +27,7 @@ import numpy as np
 from ...extras import require
 from ...user_files import DataError
 from ..field_arrays import coordinate_unit, time_values
+from .exposure import read_exposure
 from .fill_values import as_missing
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -67,7 +68,6 @@ class GridData:
     itemsize: int = field(default=8)
     units: dict[str, str] = field(default_factory=dict)
     missing: dict[str, np.ndarray] = field(default_factory=dict)  # declared fill values
-    # a count model's exposure variable, read as a static field: (its dims, float64 values)
     exposure: tuple[tuple[str, ...], np.ndarray] | None = None
 
     @property
@@ -144,8 +144,7 @@ def open_grid(
     """``source`` (a path, a list or glob of paths, or an ``xarray.Dataset``) as a lazily
     indexed :class:`GridData` of the outputs ``y`` and the static inputs ``static``, cut to
     ``select`` (dim -> ``[low, high]``); ``missing``: variable -> fill values read as NaN;
-    ``exposure``: a count model's exposure variable, read as a static field is (from the first
-    file: one on the joined dim needs one file or a Dataset)."""
+    ``exposure``: a count model's exposure variable (:mod:`tnpx.data.grid.exposure`)."""
     xr = require("xarray", "xarray", "the grid data source")
     if isinstance(source, xr.Dataset):
         name, datasets = "the Dataset", [source]
@@ -178,22 +177,12 @@ def open_grid(
     missing = missing or {}
     statics = _statics(static, static_path, datasets[0], labels, dims, name)
     statics = {s: (own, as_missing(v, missing.get(s))) for s, (own, v) in statics.items()}
-    exposure_field = None
-    if exposure is not None:  # never a fill value: a count's rate is multiplied by it
-        if len(datasets) > 1 and dims[joined] in datasets[0][exposure].dims:
-            raise DataError(
-                f"{name}: exposure {exposure!r} varies along {dims[joined]!r}, the dim the "
-                f"files are joined along; give it on the other dims, or open the files as one "
-                "Dataset (xarray.open_mfdataset) and pass that"
-            )
-        read = _statics([exposure], None, datasets[0], labels, dims, name, "exposure")
-        exposure_field = read[exposure]
+    exposed = exposure and read_exposure(datasets, exposure, labels, dims, joined, name, _statics)
     itemsize = max(np.dtype(first.dtype).itemsize, 4)
     attrs = {v: datasets[0][v].attrs for v in [*dims, *statics] if v in datasets[0].variables}
     units = {v: coordinate_unit(labels.get(v, []), attrs.get(v, {})) for v in [*dims, *statics]}
-    return GridData(name, list(y), dims, sizes, coords, labels, statics, parts, joined,
-                    itemsize=itemsize, units=units, missing=missing,
-                    exposure=exposure_field)  # fmt: skip
+    return GridData(name, list(y), dims, sizes, coords, labels, statics, parts, joined, itemsize=
+                    itemsize, units=units, missing=missing, exposure=exposed or None)  # fmt: skip
 
 
 def coordinate_values(index, where: str) -> np.ndarray:
