@@ -22,9 +22,10 @@ batches of the ``test`` split):
 - the model's CRPS less the control's, paired over tasks (mean ± s.e.): the issue asks for a
   gap of more than 2 s.e. on every non-Gaussian family.
 
-Two more rows (``VARIANTS``): the Poisson tasks with a negative-binomial head (whether a head
-that can spread further covers counts whose latent rate the context leaves uncertain), and
-skewed fractions near 0 (``beta-skewed.yaml``).
+More rows (``VARIANTS``): the Poisson tasks with a plain Poisson head (``overdispersion: none``;
+``poisson.yaml``'s head carries the log rate's uncertainty) and with a negative-binomial head
+(whether a head that can spread further covers counts whose latent rate the context leaves
+uncertain), and skewed fractions near 0 (``beta-skewed.yaml``).
 
 Beside them, where GPyTorch has the family's likelihood (all but ``mixture``,
 ``lowrank-gaussian`` and ``bernoulli-gamma``), the ``per-task GP``: a GP fitted to each test
@@ -36,6 +37,7 @@ tasks: the fit takes 10-20 s a batch), and compared with the family's head on th
     python -m experiments.likelihoods.family_scores          # every family; results/likelihoods/
     python -m experiments.likelihoods.family_scores --families poisson --quick --out /tmp/x
     python -m experiments.likelihoods.family_scores --add-gp   # GP rows beside a saved study
+    python -m experiments.likelihoods.family_scores --update --families poisson  # re-score some
 
 Runs are trained once into ``runs/likelihoods/`` (a finished run is loaded, not retrained).
 """
@@ -79,11 +81,13 @@ FAMILIES = (
     "negative-binomial",
     "beta",
 )
-# Other tasks or heads beside each family's own: name -> (config stem, overrides). A Poisson
-# head cannot spread as far as counts whose latent rate the context leaves uncertain (their
-# predictive is overdispersed), which the negative binomial can; on fractions near 0 a Beta's
-# skew matters where on the near-symmetric fractions of beta.yaml it does not.
+# Other tasks or heads beside each family's own: name -> (config stem, overrides). A plain
+# Poisson head (variance = mean) cannot spread as far as counts whose latent rate the context
+# leaves uncertain (their predictive is overdispersed), which poisson.yaml's log-normal
+# overdispersion and the negative binomial can; on fractions near 0 a Beta's skew matters where
+# on the near-symmetric fractions of beta.yaml it does not.
 VARIANTS = {
+    "poisson-tasks-plain-head": ("poisson", ("model.likelihood=poisson",)),
     "poisson-tasks-nb-head": ("poisson", ("model.likelihood=negative-binomial",)),
     "beta-skewed": ("beta-skewed", ()),
 }
@@ -146,14 +150,10 @@ def add_gp(out: Path) -> list[dict]:
     family's test tasks, checked to be the tasks its heads were scored on (the generating
     law's LL on them, equal to 1e-9); the heads as they were (heads saved without their
     provenance take the command and commit the README names)."""
-    entries = json.loads((out / "results.json").read_text())
-    saved = _readme_provenance(out / "README.md")
+    entries = saved_study(out)
     for e in entries:
-        for head in e["heads"].values():
-            for key, value in saved.items():
-                head.setdefault(key, value)
-        if e["family"] not in gp_families():
-            continue
+        if e["family"] not in gp_families() or GP_HEAD in e["heads"]:
+            continue  # no GP for the family, or scored with its entry
         cfg = load_config(ROOT / e["config"], list(e["overrides"]))
         sampler = build_test_sampler(cfg)
         if not np.allclose(reference_ll(sampler, e["n_batches"]), e["reference_ll"], atol=1e-9):
@@ -165,6 +165,26 @@ def add_gp(out: Path) -> list[dict]:
         e["heads"][GP_HEAD] = {**asdict(score_gp(sampler, e["n_batches"], e["family"])),
                                **provenance()}  # fmt: skip
     return entries
+
+
+def saved_study(out: Path) -> list[dict]:
+    """The entries of the study saved in ``out``, each head with the command and commit that
+    scored it (heads saved without them take those the README names)."""
+    entries = json.loads((out / "results.json").read_text())
+    saved = _readme_provenance(out / "README.md")
+    for e in entries:
+        for head in e["heads"].values():
+            for key, value in saved.items():
+                head.setdefault(key, value)
+    return entries
+
+
+def merged(saved: list[dict], new: list[dict]) -> list[dict]:
+    """The ``saved`` study's entries with ``new`` ones in place of those of the same task, in
+    the order of :data:`TASKS`."""
+    by_task = {e["task"]: e for e in saved}
+    by_task.update({e["task"]: e for e in new})
+    return [by_task[t] for t in TASKS if t in by_task]
 
 
 def _readme_provenance(readme: Path) -> dict:
@@ -311,6 +331,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="a smoke run (tests); needs --out")
     only_gp = f"score only the {GP_HEAD} rows, on the test tasks of the study saved in --out"
     parser.add_argument("--add-gp", action="store_true", help=only_gp)
+    again = "score only --families and put them into the study saved in --out, the rest as saved"
+    parser.add_argument("--update", action="store_true", help=again)
     args = parser.parse_args(argv)
     if args.quick and args.out == parser.get_default("out"):
         parser.error("--quick writes nothing to be read as a result: give --out (a tmp folder)")
@@ -322,6 +344,8 @@ def main(argv: list[str] | None = None) -> int:
         entries = add_gp(args.out)
     else:
         entries = [run_family(f, runs, extra) for f in args.families]
+        if args.update:
+            entries = merged(saved_study(args.out), entries)
     write(entries, args.out, started)
     return 0
 

@@ -18,6 +18,7 @@ from tnpx.data import TableSampler
 from tnpx.likelihoods import quantile
 
 QUANTILES = [0.1, 0.5, 0.9]
+COUNTS = ("poisson", "negative-binomial", "poisson-lognormal")
 # case -> (likelihood option, dim_y, the family's own column)
 CASES = {
     "gaussian": ("heteroscedastic", 1, None),
@@ -26,6 +27,7 @@ CASES = {
     "bernoulli-gamma": ("bernoulli-gamma", 1, "p_dry"),
     "poisson": ("poisson", 1, "p_zero"),
     "negative-binomial": ("negative-binomial", 1, "p_zero"),
+    "poisson-lognormal": ({"name": "poisson", "overdispersion": "lognormal"}, 1, "p_zero"),
     "beta": ("beta", 1, None),
     "beta-spikes": ({"name": "beta", "spikes": True}, 1, None),
     "mixture": ({"name": "mixture", "components": 2}, 1, None),
@@ -35,7 +37,7 @@ CASES = {
 
 def outputs(case: str, n: int, rng: np.random.Generator) -> np.ndarray:
     """``[n, dim_y]`` values in the family's support, in units far from the model's."""
-    if case in ("poisson", "negative-binomial"):
+    if case in COUNTS:
         return rng.poisson(6.0, (n, 1)).astype(float)
     if case == "bernoulli":
         return (rng.random((n, 1)) < 0.4).astype(float)
@@ -103,7 +105,7 @@ def test_columns_quantiles_and_support(saved):
         assert (np.diff(ends, axis=1) >= 0).all(), case  # quantiles never cross
         assert (out[f"y{j}_std"] > 0).all()
     y = out.filter(regex="_(mean|lower|upper|q[0-9.]+)$").to_numpy()
-    if case in ("poisson", "negative-binomial"):
+    if case in COUNTS:
         q = out.filter(regex="_(lower|upper|q[0-9.]+)$").to_numpy()
         assert (q >= 0).all() and np.array_equal(q, q.round())  # whole counts
     if case == "bernoulli":

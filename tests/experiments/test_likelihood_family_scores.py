@@ -8,6 +8,7 @@ import torch
 
 from experiments.likelihoods import family_scores as study
 from experiments.likelihoods.scoring import GP_HEAD, randomised_pit
+from tnpx.config import load_config
 from tnpx.likelihoods import build_likelihood
 
 
@@ -61,7 +62,9 @@ def test_a_quick_run_writes_the_table_and_add_gp_scores_its_tasks_again(tmp_path
             == (old["heads"][old["family"]]["ll"])
         )
         assert new["heads"][GP_HEAD]["crps"] == old_gp[old["family"]]  # same tasks, same draws
-    # tasks that are not those the heads were scored on: refused
+    # tasks that are not those the heads were scored on: refused (an entry that has its GP
+    # scored is left as it is)
+    again[1]["heads"].pop(GP_HEAD)
     again[1]["reference_ll"][0] += 1.0
     (tmp_path / "results.json").write_text(json.dumps(again))
     with pytest.raises(SystemExit, match="poisson: the test tasks differ"):
@@ -104,3 +107,18 @@ def test_the_gaussian_heads_ll_is_printed_only_where_the_familys_is_a_density(
         _entry(family, likelihood)))  # fmt: skip
     assert own[:2] == [family, family] and own[2] != "—"  # the family's own LL, always
     assert gaussian[1] == "gaussian" and (gaussian[2] != "—") == printed
+
+
+def test_update_rescores_the_named_tasks_and_keeps_the_rest(tmp_path):
+    assert study.main(["--families", "gaussian", "--quick", "--out", str(tmp_path)]) == 0
+    (before,) = json.loads((tmp_path / "results.json").read_text())
+    args = ["--update", "--families", "poisson-tasks-plain-head", "--quick", "--out", str(tmp_path)]
+    assert study.main(args) == 0
+    kept, new = json.loads((tmp_path / "results.json").read_text())
+    assert kept == before  # the saved entry as it was, its provenance included
+    assert new["task"] == "poisson-tasks-plain-head" and new["likelihood"] == "poisson"
+    assert list(new["heads"]) == ["poisson", "gaussian", GP_HEAD]
+    # poisson.yaml's own head is the log-normal one; the variant overrides it
+    cfg = load_config(study.CONFIGS / "poisson.yaml")
+    assert cfg.model["likelihood"] == {"name": "poisson", "overdispersion": "lognormal"}
+    assert "| poisson-tasks-plain-head | poisson |" in (tmp_path / "README.md").read_text()

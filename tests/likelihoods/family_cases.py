@@ -16,6 +16,7 @@ OPTIONS = {
     "bernoulli": 2,
     "bernoulli-gamma": 2,
     "poisson": 2,
+    "poisson-lognormal": 2,
     "negative-binomial": 2,
     "beta": 2,
     "beta-spikes": 2,
@@ -29,6 +30,7 @@ def option(key: str):
     return {
         "student-t-shared": {"name": "student-t", "df": "shared"},
         "beta-spikes": {"name": "beta", "spikes": True},
+        "poisson-lognormal": {"name": "poisson", "overdispersion": "lognormal"},
         "mixture": {"name": "mixture", "components": 3},
         "lowrank-gaussian": {"name": "lowrank-gaussian", "rank": 2},
     }.get(key, key)
@@ -51,7 +53,7 @@ def values(key: str, shape, seed: int = 1) -> torch.Tensor:
         return (u > 0.5).double()
     if key == "bernoulli-gamma":
         return torch.where(u < 0.4, torch.zeros_like(u), 3 * u)
-    if key in ("poisson", "negative-binomial"):
+    if key in ("poisson", "poisson-lognormal", "negative-binomial"):
         return torch.floor(6 * u)
     if key == "beta":
         return 0.02 + 0.96 * u

@@ -51,7 +51,8 @@ def test_bernoulli_crps_is_the_brier_score():
 
 
 @pytest.mark.parametrize(
-    "key", ["poisson", "negative-binomial", "beta", "beta-spikes", "bernoulli-gamma"]
+    "key",
+    ["poisson", "poisson-lognormal", "negative-binomial", "beta", "beta-spikes", "bernoulli-gamma"],
 )
 def test_sample_crps_estimates_the_integral(key):
     torch.manual_seed(5)

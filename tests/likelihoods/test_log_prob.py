@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from scipy import special, stats
+from scipy import integrate, special, stats
 
 from tests.likelihoods.family_cases import OPTIONS, distribution, values
 
@@ -29,6 +29,8 @@ def scipy_log_prob(key: str, d, y: np.ndarray) -> np.ndarray:
         return np.where(y > 0, wet, np.log1p(-p))
     if key == "poisson":
         return stats.poisson.logpmf(y, np64(d.rate))
+    if key == "poisson-lognormal":  # the mixture over the log rate, by scipy's quadrature
+        return _poisson_lognormal(np64(d.loc), np64(d.scale), y)
     if key == "negative-binomial":  # scipy's p is torch's 1 - probs
         return stats.nbinom.logpmf(y, np64(d.total_count), 1 - np64(d.probs))
     if key == "beta":
@@ -50,6 +52,21 @@ def scipy_log_prob(key: str, d, y: np.ndarray) -> np.ndarray:
             out[idx] = stats.multivariate_normal.logpdf(y[idx], mean[idx], cov[idx])
         return out
     raise KeyError(key)
+
+
+def _poisson_lognormal(loc: np.ndarray, scale: np.ndarray, y: np.ndarray) -> np.ndarray:
+    out = np.empty(y.shape)
+    for i in np.ndindex(y.shape):
+        m, s, k = loc[i], scale[i], y[i]
+        peak = [m, np.log(k + 1)]  # the integrand lies between the prior's and the count's
+
+        def joint(f, m=m, s=s, k=k):
+            return stats.norm.pdf(f, m, s) * stats.poisson.pmf(k, np.exp(f))
+
+        lo, hi = min(peak) - 12 * s - 5, max(peak) + 12 * s + 5
+        p, _ = integrate.quad(joint, lo, hi, points=sorted(set(peak)), limit=500, epsrel=1e-12)
+        out[i] = np.log(p)
+    return out
 
 
 @pytest.mark.parametrize("key", list(OPTIONS))

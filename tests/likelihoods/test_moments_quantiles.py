@@ -56,7 +56,7 @@ def test_quantile_inverts_the_cdf(key, q):
     assert (at[mass] >= q - 1e-9).all()
 
 
-@pytest.mark.parametrize("key", ["poisson", "negative-binomial", "bernoulli"])
+@pytest.mark.parametrize("key", ["poisson", "poisson-lognormal", "negative-binomial", "bernoulli"])
 @pytest.mark.parametrize("q", [0.05, 0.5, 0.9, 0.999])
 def test_count_quantile_rule(key, q):
     d, _ = distribution(key)

@@ -57,6 +57,7 @@ def test_options_set_the_head():
         ({"name": "beta", "spikes": "yes"}, "spikes must be true or false"),
         ({"name": "lowrank-gaussian", "rank": 0}, "rank must be an integer >= 1"),
         ({"name": "gaussian", "noise": "loud"}, "noise must be one of"),
+        ({"name": "poisson", "overdispersion": "gamma"}, "overdispersion must be one of"),
         ({"name": "gaussian", "min_std": -1}, "min_std must be a number >= 0"),
     ],
 )

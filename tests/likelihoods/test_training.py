@@ -16,6 +16,7 @@ CASES = {
     "bernoulli": ("bernoulli", 1),
     "bernoulli-gamma": ("bernoulli-gamma", 1),
     "poisson": ("poisson", 1),
+    "poisson-lognormal": ({"name": "poisson", "overdispersion": "lognormal"}, 1),
     "negative-binomial": ("negative-binomial", 1),
     "beta": ("beta", 1),
     "beta-spikes": ({"name": "beta", "spikes": True}, 1),
@@ -32,7 +33,7 @@ def draw(key: str, f: torch.Tensor) -> torch.Tensor:
         return Bernoulli(logits=3 * f).sample()
     if key == "bernoulli-gamma":
         return Bernoulli(logits=2 * f).sample() * Gamma(2.0, (-f).exp() * 2).sample()
-    if key in ("poisson", "negative-binomial"):
+    if key.startswith("poisson") or key == "negative-binomial":
         return Poisson((1 + f).exp()).sample()
     if key.startswith("beta"):
         m = torch.sigmoid(2 * f)

@@ -12,9 +12,15 @@ import torch
 
 from tests.helpers.small_models import predict, small_model
 from tnpx.batch import Batch
+from tnpx.likelihoods.poisson_lognormal import PoissonLogNormalPrediction
 from tnpx.models.exposure import predict_exposed, predict_with_exposures, rates_batch
 
-COUNTS = ("poisson", "negative-binomial")
+COUNTS = ("poisson", "negative-binomial", "poisson-lognormal")
+LIKELIHOOD = {"poisson-lognormal": {"name": "poisson", "overdispersion": "lognormal"}}
+
+
+def count_model(family: str):
+    return small_model("tnp", likelihood=LIKELIHOOD.get(family, family))
 
 
 def count_batch(seed: int = 0, b: int = 3, n_ctx: int = 9, n_tgt: int = 7) -> Batch:
@@ -32,6 +38,9 @@ def log_prob64(family: str, prediction, exposure: torch.Tensor, y: torch.Tensor)
     """The count law's log-probability of ``y`` in float64 from a prediction at exposure 1
     with its rate (mean) times ``exposure``, written out (not torch's distributions)."""
     y, e = y.double(), exposure.double()
+    if family == "poisson-lognormal":  # the log rate's location moves by log(exposure)
+        loc, scale = prediction.loc.double(), prediction.scale.double()
+        return PoissonLogNormalPrediction(loc + e.log(), scale).log_prob(y)
     if family == "poisson":
         rate = prediction.rate.double() * e
         return y * rate.log() - rate - torch.lgamma(y + 1)
@@ -45,7 +54,7 @@ def log_prob64(family: str, prediction, exposure: torch.Tensor, y: torch.Tensor)
 
 @pytest.mark.parametrize("family", COUNTS)
 def test_the_prediction_is_the_rate_per_unit_exposure_times_each_targets_exposure(family):
-    model = small_model("tnp", likelihood=family)
+    model = count_model(family)
     batch = count_batch()
     e_c, e_t = batch.info["exposure_c"], batch.info["exposure_t"]
     with torch.no_grad():
@@ -65,7 +74,7 @@ def test_the_prediction_is_the_rate_per_unit_exposure_times_each_targets_exposur
 def test_the_context_is_read_as_rates(family):
     """Counts and exposures of the context scaled together: the same rates, the same
     prediction (the encoder sees only ``yc / exposure_c``)."""
-    model = small_model("tnp", likelihood=family)
+    model = count_model(family)
     batch = count_batch()
     e_c = batch.info["exposure_c"]
     twice = Batch(batch.xc, batch.yc * 2, batch.xt, batch.yt,
@@ -76,7 +85,7 @@ def test_the_context_is_read_as_rates(family):
 
 @pytest.mark.parametrize("family", COUNTS)
 def test_exposures_of_one_predict_bit_for_bit_as_none(family):
-    model = small_model("tnp", likelihood=family)
+    model = count_model(family)
     batch = count_batch()
     ones = {k: torch.ones_like(v) for k, v in batch.info.items()}
     plain = Batch(batch.xc, batch.yc, batch.xt, batch.yt)

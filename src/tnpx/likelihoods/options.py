@@ -22,16 +22,19 @@ from .counts import NegativeBinomialHead, PoissonHead
 from .gaussian import HeteroscedasticGaussian, HomoscedasticGaussian
 from .lowrank import LowRankHead
 from .mixture import MixtureHead
+from .poisson_lognormal import PoissonLogNormalHead
 from .student_t import StudentTHead
 
 NOISES = ("heteroscedastic", "homoscedastic")  # today's names: the gaussian family's noise
+# poisson: none (variance = mean) | lognormal (the log rate uncertain: Poisson-log-normal)
+OVERDISPERSION = ("none", "lognormal")
 # family -> the options its mapping takes (besides ``name``)
 FAMILY_OPTIONS: dict[str, tuple[str, ...]] = {
     "gaussian": ("noise", "transform", "min_std"),
     "student-t": ("df", "min_std"),
     "bernoulli": (),
     "bernoulli-gamma": (),
-    "poisson": (),
+    "poisson": ("overdispersion",),
     "negative-binomial": (),
     "beta": ("spikes",),
     "mixture": ("components", "min_std"),
@@ -99,10 +102,13 @@ def build_likelihood(
         return LowRankHead(dim_y, min_std, o.get("rank", 1))
     if family == "beta":
         return BetaHead(dim_y, o.get("spikes", False))
+    if family == "poisson":
+        spread = o.get("overdispersion", "none")
+        check_option("likelihood poisson option overdispersion", spread, OVERDISPERSION)
+        return PoissonLogNormalHead(dim_y) if spread == "lognormal" else PoissonHead(dim_y)
     plain = {
         "bernoulli": BernoulliHead,
         "bernoulli-gamma": BernoulliGammaHead,
-        "poisson": PoissonHead,
         "negative-binomial": NegativeBinomialHead,
     }
     return plain[family](dim_y)

@@ -26,6 +26,7 @@ from torch.distributions import Distribution
 
 from ..likelihoods import EXPOSURE_FAMILIES, model_family
 from ..likelihoods.counts import NegativeBinomialPrediction, PoissonPrediction
+from ..likelihoods.poisson_lognormal import PoissonLogNormalPrediction
 
 if TYPE_CHECKING:
     from ..batch import Batch
@@ -125,6 +126,9 @@ def times_exposure(prediction: Distribution, exposure: torch.Tensor, name: str) 
     times ``exposure`` ``[batch, n_tgt, 1]`` (cast to the prediction's dtype and device)."""
     if isinstance(prediction, PoissonPrediction):
         return PoissonPrediction(prediction.rate, exposure.to(prediction.rate))
+    if isinstance(prediction, PoissonLogNormalPrediction):
+        loc, scale = prediction.loc, prediction.scale
+        return PoissonLogNormalPrediction(loc, scale, exposure.to(loc))
     if isinstance(prediction, NegativeBinomialPrediction):  # log(mean / r) + log(exposure)
         logits = prediction.logits + exposure.to(prediction.logits).log()
         return NegativeBinomialPrediction.from_logits(prediction.total_count, logits)

@@ -14,6 +14,7 @@ from tnpx.config import config_from_yaml, config_to_yaml, load_config
 from tnpx.data import batch_at, build_sampler
 from tnpx.data.synthetic.link_families import FAMILIES
 from tnpx.data.synthetic.link_priors import true_predictive_log_prob
+from tnpx.likelihoods import family_of
 
 FOLDER = Path(__file__).parents[3] / "configs" / "likelihoods"
 
@@ -25,7 +26,7 @@ def test_one_config_per_family_and_one_per_variant_of_the_study():
     assert {p.stem for p in FOLDER.glob("*.yaml")} == set(FAMILIES) | variants
     for stem in variants:  # a variant is another task of one family's
         cfg = load_config(FOLDER / f"{stem}.yaml")
-        assert cfg.data["family"] == cfg.model["likelihood"] in FAMILIES
+        assert cfg.data["family"] == family_of(cfg.model["likelihood"]) in FAMILIES
         assert cfg.train.out_dir == f"runs/likelihoods/{stem}"
 
 
@@ -33,7 +34,7 @@ def test_one_config_per_family_and_one_per_variant_of_the_study():
 def test_each_config_loads_and_builds_its_family_s_sampler(family):
     cfg = load_config(FOLDER / f"{family}.yaml")
     assert cfg.data["name"] == "gp-link" and cfg.data["family"] == family
-    assert cfg.model["likelihood"] == family and cfg.protocol == "budget"
+    assert family_of(cfg.model["likelihood"]) == family and cfg.protocol == "budget"
     assert cfg.train.out_dir == f"runs/likelihoods/{family}"
     assert config_from_yaml(config_to_yaml(cfg)) == cfg  # as a run folder stores it
     sampler = build_sampler("gp-link", cfg.data["batch_size"], cfg.train.seed, **cfg.data_options())
