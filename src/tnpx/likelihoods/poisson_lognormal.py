@@ -68,7 +68,7 @@ class PoissonLogNormalPrediction(_Counts, Distribution):
     def __init__(
         self, loc: torch.Tensor, scale: torch.Tensor, exposure: torch.Tensor | None = None
     ):
-        self.loc, self.scale, self.exposure = loc, scale, exposure
+        self.exposure = exposure
         log_e = torch.zeros_like(loc) if exposure is None else exposure.to(loc).log()
         self.loc, self.scale, self._log_e = torch.broadcast_tensors(loc, scale, log_e)
         super().__init__(batch_shape=self.loc.shape, validate_args=False)
