@@ -37,6 +37,7 @@ tasks: the fit takes 10-20 s a batch), and compared with the family's head on th
     python -m experiments.likelihoods.family_scores          # every family; results/likelihoods/
     python -m experiments.likelihoods.family_scores --families poisson --quick --out /tmp/x
     python -m experiments.likelihoods.family_scores --add-gp   # GP rows beside a saved study
+    python -m experiments.likelihoods.family_scores --add-gp --families beta  # GP rows again
     python -m experiments.likelihoods.family_scores --update --families poisson  # re-score some
 
 Runs are trained once into ``runs/likelihoods/`` (a finished run is loaded, not retrained).
@@ -49,6 +50,7 @@ import json
 import math
 import re
 import sys
+from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 
@@ -145,15 +147,16 @@ def provenance() -> dict:
     return {"command": command_line(), "commit": git_commit()}
 
 
-def add_gp(out: Path) -> list[dict]:
+def add_gp(out: Path, again: Sequence[str] = ()) -> list[dict]:
     """The study's saved entries (``out/results.json``) with the per-task GP scored on each
-    family's test tasks, checked to be the tasks its heads were scored on (the generating
-    law's LL on them, equal to 1e-9); the heads as they were (heads saved without their
-    provenance take the command and commit the README names)."""
+    family's test tasks where it has no GP row or its task is in ``again`` (the GP changed),
+    checked to be the tasks its heads were scored on (the generating law's LL on them, equal
+    to 1e-9); the heads as they were (heads saved without their provenance take the command
+    and commit the README names)."""
     entries = saved_study(out)
     for e in entries:
-        if e["family"] not in gp_families() or GP_HEAD in e["heads"]:
-            continue  # no GP for the family, or scored with its entry
+        if e["family"] not in gp_families() or (GP_HEAD in e["heads"] and e["task"] not in again):
+            continue  # no GP for the family, or scored already
         cfg = load_config(ROOT / e["config"], list(e["overrides"]))
         sampler = build_test_sampler(cfg)
         if not np.allclose(reference_ll(sampler, e["n_batches"]), e["reference_ll"], atol=1e-9):
@@ -325,7 +328,8 @@ def _commands(entries: list[dict], started: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--families", nargs="*", default=list(TASKS), choices=TASKS)
+    which = "the tasks to score (default all); with --add-gp, those whose GP rows to score again"
+    parser.add_argument("--families", nargs="*", choices=TASKS, help=which)
     parser.add_argument("--out", type=Path, default=ROOT / "results" / "likelihoods")
     parser.add_argument("--runs", type=Path, default=ROOT / "runs" / "likelihoods")
     parser.add_argument("--quick", action="store_true", help="a smoke run (tests); needs --out")
@@ -341,9 +345,9 @@ def main(argv: list[str] | None = None) -> int:
     extra = QUICK if args.quick else []
     runs = args.out / "runs" if args.quick else args.runs
     if args.add_gp:
-        entries = add_gp(args.out)
+        entries = add_gp(args.out, again=args.families or ())
     else:
-        entries = [run_family(f, runs, extra) for f in args.families]
+        entries = [run_family(f, runs, extra) for f in args.families or TASKS]
         if args.update:
             entries = merged(saved_study(args.out), entries)
     write(entries, args.out, started)

@@ -62,6 +62,14 @@ def test_a_quick_run_writes_the_table_and_add_gp_scores_its_tasks_again(tmp_path
             == (old["heads"][old["family"]]["ll"])
         )
         assert new["heads"][GP_HEAD]["crps"] == old_gp[old["family"]]  # same tasks, same draws
+    # --add-gp --families: those tasks' GP rows scored again, the others' left as saved
+    for entry in again:
+        entry["heads"][GP_HEAD]["crps"] = [c + 1.0 for c in entry["heads"][GP_HEAD]["crps"]]
+    (tmp_path / "results.json").write_text(json.dumps(again))
+    assert study.main(["--add-gp", "--families", "gaussian", "--out", str(tmp_path)]) == 0
+    again = json.loads((tmp_path / "results.json").read_text())
+    assert again[0]["heads"][GP_HEAD]["crps"] == old_gp["gaussian"]
+    assert again[1]["heads"][GP_HEAD]["crps"] == [c + 1.0 for c in old_gp["poisson"]]
     # tasks that are not those the heads were scored on: refused (an entry that has its GP
     # scored is left as it is)
     again[1]["heads"].pop(GP_HEAD)

@@ -16,9 +16,12 @@ under the posterior marginal ``q(f)`` at the target, by Gauss-Hermite quadrature
 Likelihoods (``APPROX_FAMILIES``): ``gaussian`` (GaussianLikelihood), ``student-t``
 (StudentTLikelihood: learned degrees of freedom and scale), ``bernoulli`` (BernoulliLikelihood:
 a *probit* link, where the ``gp-link`` tasks use a logit: a learned kernel scale absorbs most of
-the difference), ``beta`` (BetaLikelihood: GPyTorch's ``Beta(mu s + 1, (1 - mu) s + 1)``, whose
-shapes stay above 1), ``poisson`` and ``negative-binomial`` (written here on GPyTorch's
-one-dimensional likelihood: a log link, the rate times the exposure; a learned dispersion).
+the difference); ``beta``, ``poisson`` and ``negative-binomial`` are written here on GPyTorch's
+one-dimensional likelihood: ``beta`` the mean-precision ``Beta(mu s, (1 - mu) s)``, ``mu =
+sigmoid(f)``, the law of the ``beta`` head and of the ``gp-link`` tasks (GPyTorch's own
+``BetaLikelihood``, ``Beta(mu s + 1, (1 - mu) s + 1)``, keeps both shapes above 1 and so cannot
+pile fractions up at 0 or 1); counts a log link, the rate times the exposure, a learned
+dispersion.
 The exposures are ``Batch.info["exposure_c"/"exposure_t"]`` where a batch has them, else 1.
 ``bernoulli-gamma``, ``mixture`` and ``lowrank-gaussian`` have no GPyTorch likelihood and are
 refused. Computed in float64; needs the ``gp`` extra (GPyTorch).
@@ -35,7 +38,6 @@ from .approx_predictive import QuadraturePredictive, as_prediction
 gpytorch = require("gpytorch", "gp", "the approximate GP baseline (tnpx.gp.approx_fit)")
 from gpytorch.likelihoods import (  # noqa: E402  (after the one-line error for a missing extra)
     BernoulliLikelihood,
-    BetaLikelihood,
     GaussianLikelihood,
     StudentTLikelihood,
 )
@@ -69,6 +71,24 @@ class NegativeBinomialLikelihood(_OneDimensionalLikelihood):
         )
 
 
+class MeanPrecisionBetaLikelihood(_OneDimensionalLikelihood):
+    """Fractions ``y ~ Beta(mu s, (1 - mu) s)``, ``mu = sigmoid(f)``, the precision ``s``
+    learned per task (a softplus of a raw parameter ``[batch, 1]``), starting where the
+    context's own mean and variance put it (``s = m (1 - m) / v - 1``, within [1, 100]: the
+    spread of the latent mean makes it low, which the fit then raises)."""
+
+    def __init__(self, yc: torch.Tensor):  # yc [batch, n_ctx]
+        super().__init__()
+        m, v = yc.mean(-1, keepdim=True), yc.var(-1, keepdim=True).nan_to_num(1.0)
+        start = (m * (1 - m) / v.clamp_min(1e-8) - 1).clamp(1.0, 100.0)
+        self.raw_precision = torch.nn.Parameter(start + torch.log(-torch.expm1(-start)))
+
+    def forward(self, function_samples, *args, **kwargs):
+        s = torch.nn.functional.softplus(self.raw_precision) + 1e-4
+        mu = torch.sigmoid(function_samples)
+        return torch.distributions.Beta(mu * s, (1 - mu) * s)
+
+
 class _TaskGPs(gpytorch.models.ApproximateGP):
     """One variational GP per task, its inducing points the task's context inputs."""
 
@@ -90,7 +110,9 @@ class _TaskGPs(gpytorch.models.ApproximateGP):
         return gpytorch.distributions.MultivariateNormal(self.mean_module(x), self.covar_module(x))
 
 
-def _likelihood(family: str, batch_shape: torch.Size):
+def _likelihood(family: str, yc: torch.Tensor):
+    """``family``'s likelihood, one per task of ``yc [batch, n_ctx]``."""
+    batch_shape = yc.shape[:1]
     if family == "gaussian":
         likelihood = GaussianLikelihood(batch_shape=batch_shape)
         likelihood.noise = 0.05
@@ -100,7 +122,7 @@ def _likelihood(family: str, batch_shape: torch.Size):
     if family == "bernoulli":
         return BernoulliLikelihood()
     if family == "beta":
-        return BetaLikelihood(batch_shape=batch_shape)
+        return MeanPrecisionBetaLikelihood(yc)
     if family == "poisson":
         return PoissonLikelihood()
     return NegativeBinomialLikelihood(batch_shape)
@@ -172,7 +194,7 @@ def approx_gp_predictive(
     b, n = yc.shape
     with torch.enable_grad():
         model = _TaskGPs(xc, _initial_mean(family, yc)).double()
-        likelihood = _likelihood(family, torch.Size([b])).double()
+        likelihood = _likelihood(family, yc).double()
         model.train(), likelihood.train()
         elbo = gpytorch.mlls.VariationalELBO(likelihood, model, num_data=n)
         ngd = gpytorch.optim.NGD(model.variational_parameters(), num_data=n, lr=ngd_lr)
