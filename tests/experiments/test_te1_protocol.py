@@ -4,12 +4,14 @@ training is listed with where it stands, and Δ = 0 is read against the paper.""
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
 
 from experiments.paper_tables import te1_protocol
 from experiments.paper_tables.te1 import SHIFTS
 from tnpx.evaluation.protocol import Metrics
+from tnpx.training import RunStatus
 from tnpx.training.loop import train_or_load
 
 
@@ -25,7 +27,8 @@ def test_delta_zero_is_read_against_the_paper():
 
 
 def test_a_row_short_of_the_paper_says_whether_its_curve_still_falls():
-    status = None  # not read
+    status = RunStatus(Path("te1-convcnp"), "convcnp", 125_000, 125_000, 125_000, 26.0, None,
+                       -0.6, 125_000, True)  # fmt: skip
     flat = [(s, 0.60 - 0.0002 * s / 1000) for s in range(0, 125_001, 2_500)]  # 0.006 in 25k
     falling = [(s, 0.60 - 0.002 * s / 1000) for s in range(0, 125_001, 2_500)]
     short = [_metrics(-0.54, 0.014)] * len(SHIFTS)
@@ -36,6 +39,25 @@ def test_a_row_short_of_the_paper_says_whether_its_curve_still_falls():
         assert "from step 92,500 to 125,000" in text  # the validation before the last quarter
     close = te1_protocol.Row("tnp", status, [_metrics(-0.47, 0.014)] * len(SHIFTS), flat)
     assert te1_protocol.shortfall_reading(close, -0.48) == ""  # within 2 s.e.: nothing to say
+
+
+def test_a_short_row_still_learning_says_what_the_recipe_s_quarter_would_cost():
+    """2 core-hours for 5,000 steps: the quarter's 125,000 steps at that pace are 50."""
+    status = RunStatus(Path("te1-te-pt-tnp"), "te-pt-tnp", 5_000, 5_000, 5_000, 0.7, 2.0,
+                       -0.7, 5_000, True)  # fmt: skip
+    falling = [(s, 0.90 - 0.03 * s / 1000) for s in range(0, 5_001, 2_500)]
+    short = [_metrics(-0.70, 0.013)] * len(SHIFTS)
+    row = te1_protocol.Row("te-pt-tnp", status, short, falling)
+    text = te1_protocol.shortfall_reading(row, -0.46)
+    assert "still falling" in text and "(125,000 steps) would take ~50 core-hours" in text
+    flat = [(s, 0.60) for s in range(0, 5_001, 2_500)]
+    text = te1_protocol.shortfall_reading(te1_protocol.Row("convcnp", status, short, flat), -0.46)
+    assert "flattened" in text and "core-hours" not in text  # more steps would not help
+
+
+def test_the_half_precision_rows_are_named():
+    text = te1_protocol.stored_weights(["te-pt-tnp", "pt-tnp-ist"])
+    assert text.startswith("`te-pt-tnp`, `pt-tnp-ist`: `model.pt` kept with float16 weights")
 
 
 @pytest.mark.slow  # trains a tiny CNP and scores it at six shifts (~8 s)
@@ -57,3 +79,5 @@ def test_a_finished_run_is_scored_at_every_shift_and_cached(tmp_path):
     text = te1_protocol.report([row], reference, 1, "abc1234")
     assert "| cnp | " in text and "(-0.69)" in text and "| context-moments | " in text
     assert "Not finished yet: none." in text
+    assert "**Stored weights**: every row's `model.pt` at float32." in text
+    assert "`te-tnp` (TE-TNP, `released-code`) is not run" in text
