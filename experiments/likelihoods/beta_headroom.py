@@ -130,9 +130,11 @@ def reading(entries: list[dict]) -> str:
             f"oracle ({gain / np.mean(e['normal']):.2%} of the Normal's)"
         )
         if e["heads_gap"]:
+            gap, gap_se = e["heads_gap"]
+            side = "below" if gap > 0 else "above"
             parts[-1] += (
-                f", and the study's beta head is below the Gaussian head's CRPS by "
-                f"{e['heads_gap'][0]:.5f} ± {e['heads_gap'][1]:.5f}"
+                f", and the study's beta head's CRPS is {side} the Gaussian head's by "
+                f"{abs(gap):.5f} ± {gap_se:.5f}"
             )
     return "; ".join(parts) + "."
 
