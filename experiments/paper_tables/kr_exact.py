@@ -315,18 +315,37 @@ def finished_reading(
     )
 
 
-def curve_trend(val_curve: list[tuple[int, float]], span: int = 20_000, flat: float = 0.01) -> str:
-    """How the held-out NLL moved over the run's last ``span`` steps, as a clause: "flattened"
-    when it fell by less than ``flat`` nats (32 validation batches: s.e. about 0.01)."""
+Curve = list[tuple[int, float]]  # (step, validation NLL)
+
+
+def curve_span(val_curve: Curve, span: int) -> tuple[int, float, int, float] | None:
+    """``(step, NLL)`` at the last validation ``span`` steps before the end, and at the end, as
+    ``(step, before, last_step, last)``; None when the curve is shorter than ``span``."""
     if not val_curve:
-        return ""
+        return None
     last_step, last = val_curve[-1]
     earlier = [(s, v) for s, v in val_curve if s <= last_step - span]
     if not earlier:
-        return ""
+        return None
     step, before = earlier[-1]
+    return step, before, last_step, last
+
+
+def still_falling(val_curve: Curve, span: int = 20_000, flat: float = 0.01) -> bool:
+    """Whether the held-out NLL fell by ``flat`` nats or more over the last ``span`` steps."""
+    found = curve_span(val_curve, span)
+    return found is not None and found[1] - found[3] >= flat
+
+
+def curve_trend(val_curve: list[tuple[int, float]], span: int = 20_000, flat: float = 0.01) -> str:
+    """How the held-out NLL moved over the run's last ``span`` steps, as a clause: "flattened"
+    when it fell by less than ``flat`` nats (32 validation batches: s.e. about 0.01)."""
+    found = curve_span(val_curve, span)
+    if found is None:
+        return ""
+    step, before, last_step, last = found
     moved = f" (its held-out NLL went {before:.3f} → {last:.3f} from step {step:,} to {last_step:,}"
-    if before - last < flat:
+    if not still_falling(val_curve, span, flat):
         return moved + ": flattened, so more steps at this schedule would not close the gap)"
     return moved + ": still falling, so a longer schedule may close part of the gap)"
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from experiments.long_runs.driver import ROOT, RUNS, TE1_MODELS
 from experiments.long_runs.half_weights import HALF_WEIGHT_RUNS
-from experiments.paper_tables.kr_exact import curve, curve_trend
+from experiments.paper_tables.kr_exact import curve, curve_trend, still_falling
 from experiments.paper_tables.te1 import PAPER, SHIFTS
 from tnpx.config import load_config
 from tnpx.evaluation import Metrics, cached_evaluate
@@ -195,10 +195,11 @@ def shortfall_reading(row: Row, paper: float | None, tail: float = 0.25) -> str:
     m = row.cells[0]
     if paper is None or paper - m.ll <= 2 * getattr(m, TEST_SE) or not row.curve:
         return ""
-    trend = curve_trend(row.curve, span=int(tail * row.curve[-1][0]))
+    span = int(tail * row.curve[-1][0])
+    trend = curve_trend(row.curve, span=span)
     text = f"\n`{row.model}` is short of the paper at Δ = 0 by {paper - m.ll:.3f}{trend}."
     hours, done = row.status.train_hours, row.status.steps_done
-    if "still falling" in trend and hours and done < QUARTER_STEPS:
+    if still_falling(row.curve, span=span) and hours and done < QUARTER_STEPS:
         cost = hours / done * QUARTER_STEPS
         text += (f" The recipe's quarter of the protocol ({QUARTER_STEPS:,} steps) would take "
                  f"~{cost:.0f} core-hours at this run's pace.")  # fmt: skip
