@@ -12,8 +12,8 @@ head could do better there, and on ``beta-skewed.yaml``'s fractions for contrast
 
     python -m experiments.likelihoods.beta_headroom     # results/likelihoods/beta-headroom/
 
-The CRPS of a Beta and of a Normal are both closed form (:func:`beta_crps`, checked against
-scipy's adaptive quadrature of the definition in ``tests/experiments/test_beta_headroom.py``).
+The CRPS of a Beta and of a Normal are both closed form (``BetaPrediction.crps``, checked
+against scipy's adaptive quadrature of the definition in ``tests/likelihoods/test_crps.py``).
 The tasks are the study's: the configs' test sampler, its ``eval.n_batches`` batches of 16
 tasks; s.e. over tasks.
 """
@@ -27,7 +27,6 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from scipy import special, stats
 
 from experiments.kit import Provenance, paired_mean_se, pm_small
 from experiments.likelihoods.family_scores import CONFIGS, ROOT
@@ -35,19 +34,9 @@ from tnpx.config import load_config
 from tnpx.data import batch_at
 from tnpx.evaluation import build_test_sampler
 from tnpx.likelihoods import normal_crps
+from tnpx.likelihoods.beta import BetaPrediction
 
 TASKS = ("beta", "beta-skewed")
-
-
-def beta_crps(a: np.ndarray, b: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """The CRPS of ``Beta(a, b)`` at ``y`` (arrays of one shape), closed form (Taillardat et
-    al. 2016): ``E|X - y| = y (2 F(y) - 1) + mu (1 - 2 F_{a+1,b}(y))`` (as ``x`` times the
-    ``Beta(a, b)`` density is ``mu`` times the ``Beta(a + 1, b)`` density) and
-    ``E|X - X'| / 2 = 2 B(2a, 2b) / ((a + b) B(a, b)²)``."""
-    mu = a / (a + b)
-    to_y = y * (2 * stats.beta.cdf(y, a, b) - 1) + mu * (1 - 2 * stats.beta.cdf(y, a + 1, b))
-    half_spread = 2 * np.exp(special.betaln(2 * a, 2 * b) - 2 * special.betaln(a, b)) / (a + b)
-    return to_y - half_spread
 
 
 def task_scores(task: str) -> dict:
@@ -60,10 +49,9 @@ def task_scores(task: str) -> dict:
         batch = batch_at(sampler, i, split="test")
         mu = torch.sigmoid(batch.info["latent_t"].double())[..., 0]  # [b, n_tgt]
         k = batch.info["concentration"].double().reshape(-1, 1)  # [b, 1]
-        a, b_ = (mu * k).numpy(), ((1 - mu) * k).numpy()
         y = batch.yt.double()[..., 0]
         mean, var = mu, mu * (1 - mu) / (k + 1)  # the Beta's moments
-        beta += beta_crps(a, b_, y.numpy()).mean(-1).tolist()
+        beta += BetaPrediction(mu * k, (1 - mu) * k).crps(y).mean(-1).tolist()
         normal += normal_crps(mean, var.sqrt(), y).mean(-1).tolist()
     return {"task": task, "config": f"configs/likelihoods/{task}.yaml", "beta": beta,
             "normal": normal}  # fmt: skip

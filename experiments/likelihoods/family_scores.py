@@ -97,9 +97,10 @@ TASKS = FAMILIES + tuple(VARIANTS)
 QUICK = ["train.steps=30", "train.val_every=30", "eval.n_batches=2"]
 
 
-def run_family(task: str, runs: Path, extra: list[str]) -> dict:
+def run_family(task: str, runs: Path, extra: list[str], gp: bool = True) -> dict:
     """Train (or load) the task's model (its family's head, or a variant's) and its
-    Gaussian-head control; score both. ``task``: a family, or a name in :data:`VARIANTS`."""
+    Gaussian-head control; score both, and the per-task GP where the family has one and
+    ``gp``. ``task``: a family, or a name in :data:`VARIANTS`."""
     stem, overrides = VARIANTS.get(task, (task, ()))
     config = CONFIGS / f"{stem}.yaml"
     likelihood = load_config(config, [*overrides, *extra]).model.get("likelihood", "gaussian")
@@ -118,7 +119,7 @@ def run_family(task: str, runs: Path, extra: list[str]) -> dict:
         n_batches = cfg.eval.n_batches
         sampler = build_test_sampler(cfg)
         scores[head] = score_head(model.eval(), sampler, n_batches, train_s)
-    if family in gp_families():
+    if gp and family in gp_families():
         print(f"== {task}: the {GP_HEAD} ({family}) ==", flush=True)
         scores[GP_HEAD] = score_gp(sampler, n_batches, family)
     return {
