@@ -30,7 +30,7 @@ import torch
 from experiments.kit import Provenance, mean_se, paired_mean_se, pm_small
 from experiments.likelihoods.family_scores import QUICK, ROOT, TASKS, run_family
 
-SEEDS = (0, 1, 2)
+SEEDS = (0, 1, 2, 3, 4)
 STEPS = (4000, 16000)
 
 
