@@ -1,7 +1,7 @@
 """A family's head against the Gaussian head on its own tasks, over training seeds and budgets:
 whether a CRPS gap (or a tie) in the likelihood study is the head's or one seed's.
 
-The study (:mod:`experiments.likelihoods.family_scores`) trains each head once, at the config's
+The likelihood study (``family_scores``) trains each head once, at the config's
 seed, and its s.e. is over test tasks: it leaves out how much a second training of the same
 config would move the gap. Here each (seed, steps) pair trains the family's head and its
 Gaussian-head control from ``configs/likelihoods/<task>.yaml`` (``train.seed``,
