@@ -36,6 +36,19 @@ def paired_mean_se(ours: Sequence[float], theirs: Sequence[float]) -> tuple[floa
     return mean_se([a - b for a, b in zip(ours, theirs, strict=True)], single=0.0)
 
 
+def rounded(obj, significant: int = 7):
+    """``obj`` (JSON-like: dicts, lists, numbers, strings) with every float rounded to
+    ``significant`` digits: per-task scores saved for pairing keep far more precision than
+    their differences' s.e. needs, at half the bytes of full floats."""
+    if isinstance(obj, float):
+        return float(f"{obj:.{significant}g}")
+    if isinstance(obj, dict):
+        return {k: rounded(v, significant) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [rounded(v, significant) for v in obj]
+    return obj
+
+
 def pm(mean: float, se: float, digits: int = 3) -> str:
     """The table cell ``mean ± se`` with ``digits`` decimals: ``-0.457 ± 0.009``."""
     return f"{mean:.{digits}f} ± {se:.{digits}f}"

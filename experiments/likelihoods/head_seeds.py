@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from experiments.kit import Provenance, mean_se, paired_mean_se, pm_small
+from experiments.kit import Provenance, mean_se, paired_mean_se, pm_small, rounded
 from experiments.likelihoods.family_scores import QUICK, ROOT, TASKS, run_family
 
 SEEDS = (0, 1, 2, 3, 4)
@@ -119,7 +119,7 @@ def write(entries: list[dict], out: Path, task: str, provenance: dict) -> None:
         "",
     ])  # fmt: skip
     (out / "README.md").write_text(text)
-    (out / "results.json").write_text(json.dumps(entries, indent=1) + "\n")
+    (out / "results.json").write_text(json.dumps(rounded(entries)) + "\n")
     print(text)
 
 

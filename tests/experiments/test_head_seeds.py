@@ -41,3 +41,10 @@ def test_a_quick_run_trains_each_seed_and_writes_the_table(tmp_path):
     # two seeds train two different models: their CRPS differ on the same tasks
     assert entries[0]["heads"]["beta"]["crps"] != entries[1]["heads"]["beta"]["crps"]
     assert entries[0]["reference_ll"] == entries[1]["reference_ll"]  # the same test tasks
+
+
+def test_saved_scores_are_rounded_to_seven_significant_digits_and_keep_their_shape():
+    from experiments.kit import rounded
+
+    saved = rounded({"crps": [0.0912345678912, 12345.678912], "n": 3, "name": "beta", "t": (1.0,)})
+    assert saved == {"crps": [0.09123457, 12345.68], "n": 3, "name": "beta", "t": [1.0]}
