@@ -57,7 +57,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from experiments.kit import mean_se, paired_mean_se, pm
+from experiments.kit import mean_se, paired_mean_se, pm, pm_small
 from experiments.likelihoods.scoring import (
     GP_HEAD,
     reference_ll,
@@ -229,7 +229,7 @@ def rows(entry: dict) -> list[str]:
                 if check["crps_diff_se"]
                 else math.inf
             )
-            diff = f"{pm(check['crps_diff'], check['crps_diff_se'])} ({ratio:.1f} s.e.)"
+            diff = f"{pm_small((check['crps_diff'], check['crps_diff_se']))} ({ratio:.1f} s.e.)"
         per_batch = 1e3 * s["score_s"] * entry["batch_size"] / len(s["crps"])
         train = "—" if s["train_s"] is None else f"{s['train_s']:.0f}"
         lines.append(
