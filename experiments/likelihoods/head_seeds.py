@@ -10,7 +10,8 @@ test tasks, whatever the seed (the test set is fixed by ``eval.seed``). The tabl
 pair's paired CRPS difference (s.e. over tasks) and, per budget, the mean over seeds (s.e. over
 seeds: the training's randomness).
 
-    python -m experiments.likelihoods.head_seeds     # beta: results/likelihoods/head-seeds/
+    python -m experiments.likelihoods.head_seeds     # beta: results/likelihoods/head-seeds/beta/
+    python -m experiments.likelihoods.head_seeds --task student-t --steps 4000
     python -m experiments.likelihoods.head_seeds --seeds 1 --steps 4000 --out /tmp/x  # a part
 
 Runs are trained once into ``runs/likelihoods/seeds/`` (a finished run is loaded), so parts
@@ -28,6 +29,7 @@ import numpy as np
 import torch
 
 from experiments.kit import Provenance, mean_se, paired_mean_se, pm_small, rounded
+from experiments.likelihoods.beta_headroom import TASKS as HEADROOM_TASKS
 from experiments.likelihoods.family_scores import QUICK, ROOT, TASKS, run_family
 
 SEEDS = (0, 1, 2, 3, 4)
@@ -103,9 +105,10 @@ def write(entries: list[dict], out: Path, task: str, provenance: dict) -> None:
         f"**Protocol or budget**: `{first['config']}` (a budget: `tnp`, 64 wide, 3 layers) at "
         "each seed and step count below, both heads the same but for the head; test: "
         f"{first['n_batches']} batches of {first['batch_size']} tasks of the `test` split, the "
-        "same for every run. CRPS per target point (closed form for Gaussian and Beta heads). "
-        "No paper reports this; the reference is the Gaussian head (the generating law's CRPS "
-        "and the oracle headroom are in `results/likelihoods/beta-headroom/`).",
+        "same for every run. CRPS per target point, as in `results/likelihoods/`. No paper "
+        "reports this; the reference is the Gaussian head"
+        + (" (the generating law's CRPS and the oracle headroom are in "
+           "`results/likelihoods/beta-headroom/`)." if task in HEADROOM_TASKS else "."),
         "",
         f"**Hardware**: {provenance['hardware']}; wall {provenance['wall_s']:.0f} s (runs "
         "trained before are loaded; their training seconds are in the table).",
@@ -128,20 +131,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--task", default="beta", choices=TASKS)
     parser.add_argument("--seeds", type=int, nargs="+", default=list(SEEDS))
     parser.add_argument("--steps", type=int, nargs="+", default=list(STEPS))
-    parser.add_argument("--out", type=Path, default=ROOT / "results" / "likelihoods" / "head-seeds")
+    where = "the results folder (default results/likelihoods/head-seeds/<task>/)"
+    parser.add_argument("--out", type=Path, help=where)
     parser.add_argument("--runs", type=Path, default=ROOT / "runs" / "likelihoods" / "seeds")
     parser.add_argument("--quick", action="store_true", help="a smoke run (tests); needs --out")
     args = parser.parse_args(argv)
-    if args.quick and args.out == parser.get_default("out"):
+    if args.quick and args.out is None:
         parser.error("--quick writes nothing to be read as a result: give --out (a tmp folder)")
+    out = args.out or ROOT / "results" / "likelihoods" / "head-seeds" / args.task
     torch.set_num_threads(1)
     provenance = Provenance()
-    runs = args.out / "runs" if args.quick else args.runs
+    runs = out / "runs" if args.quick else args.runs
     entries = []
     for steps in args.steps:
         for seed in args.seeds:
             entries.append(pair_scores(args.task, seed, steps, runs, quick=args.quick))
-    write(entries, args.out, args.task, provenance.record())
+    write(entries, out, args.task, provenance.record())
     return 0
 
 
