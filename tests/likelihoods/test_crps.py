@@ -62,6 +62,14 @@ def test_beta_crps_is_scipys_quadrature_of_its_definition(a, b, y):
     assert float(got[0]) == pytest.approx(below + above, abs=1e-9)
 
 
+def test_beta_crps_outside_the_support_is_the_distance_to_the_mean_less_half_the_spread():
+    d = BetaPrediction(torch.tensor([2.0, 2.0], dtype=torch.float64), torch.tensor([3.0, 3.0]))
+    at_zero, at_one = d.crps(torch.zeros(2)), d.crps(torch.ones(2))
+    got = d.crps(torch.tensor([-0.5, 1.5]))
+    want = torch.stack([at_zero[0] + 0.5, at_one[1] + 0.5])  # E|X - y| grows one for one
+    torch.testing.assert_close(got, want)
+
+
 def test_bernoulli_crps_is_the_brier_score():
     d, _ = distribution("bernoulli")
     y = values("bernoulli", d.mean.shape)

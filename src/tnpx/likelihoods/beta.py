@@ -25,15 +25,16 @@ class BetaPrediction(Scored, Beta):
         return betainc(a, b, value.double().clamp(0, 1)).to(a.dtype)
 
     def crps(self, y: torch.Tensor, n_samples: int = 0) -> torch.Tensor:
-        """CRPS at ``y`` (lower is better), ``[*batch_shape]``, closed form (Taillardat et al.
-        2016, their eq. for the Beta; float64 inside): ``E|X - y| = y (2 F(y) - 1) + mu (1 -
-        2 F_{a+1,b}(y))``, as ``x`` times the ``Beta(a, b)`` density is ``mu`` times the
-        ``Beta(a + 1, b)`` density, and ``E|X - X'| / 2 = 2 B(2a, 2b) / ((a + b) B(a, b)²)``.
-        ``n_samples`` is ignored (no draws)."""
+        """CRPS at ``y`` (lower is better), ``[*batch_shape]``, closed form (as in Taillardat
+        et al. 2016 and scoringRules' ``crps_beta``; float64 inside): ``E|X - y| = y (2 F(y) -
+        1) + mu (1 - 2 F_{a+1,b}(y))``, as ``x`` times the ``Beta(a, b)`` density is ``mu``
+        times the ``Beta(a + 1, b)`` density, and ``E|X - X'| / 2 = 2 B(2a, 2b) / ((a + b)
+        B(a, b)²)``. Exact for ``y`` outside [0, 1] too. ``n_samples`` is ignored (no draws)."""
         a, b = self.concentration1.double(), self.concentration0.double()
-        y64 = y.double().clamp(0, 1)
+        y64 = y.double()
+        inside = y64.clamp(0, 1)  # the cdfs are 0 below the support and 1 above it
         mu = a / (a + b)
-        to_y = y64 * (2 * betainc(a, b, y64) - 1) + mu * (1 - 2 * betainc(a + 1, b, y64))
+        to_y = y64 * (2 * betainc(a, b, inside) - 1) + mu * (1 - 2 * betainc(a + 1, b, inside))
         half_spread = 2 * torch.exp(_log_beta(2 * a, 2 * b) - 2 * _log_beta(a, b)) / (a + b)
         return (to_y - half_spread).to(self.mean.dtype)
 
