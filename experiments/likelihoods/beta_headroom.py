@@ -36,8 +36,7 @@ from experiments.likelihoods.family_scores import CONFIGS, ROOT
 from tnpx.config import load_config
 from tnpx.data import batch_at
 from tnpx.evaluation import build_test_sampler
-from tnpx.likelihoods import normal_crps
-from tnpx.likelihoods.beta import BetaPrediction
+from tnpx.likelihoods import BetaPrediction, normal_crps
 
 TASKS = ("beta", "beta-skewed")
 

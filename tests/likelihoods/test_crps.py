@@ -9,8 +9,7 @@ import torch
 from torch.distributions import Normal
 
 from tests.likelihoods.family_cases import distribution, values
-from tnpx.likelihoods import crps, quantile
-from tnpx.likelihoods.beta import BetaPrediction
+from tnpx.likelihoods import BetaPrediction, crps, quantile
 from tnpx.likelihoods.numerics import sample_crps
 
 

@@ -15,6 +15,7 @@ family's outputs are scaled from the user's units (loc 0 for amounts, nothing fo
 A primitive: it imports no room of tnpx (tests/boundary/test_layers.py).
 """
 
+from .beta import BetaPrediction
 from .counts import EXPOSURE_FAMILIES
 from .gaussian import SCALE_TRANSFORMS, HeteroscedasticGaussian, HomoscedasticGaussian, normal_crps
 from .options import (
@@ -35,6 +36,7 @@ from .scores import covered, crps, quantile, target_log_prob
 from .support import check_exposure, check_exposure_option, check_support, read_exposure
 
 __all__ = [
+    "BetaPrediction",
     "EXPOSURE_FAMILIES",
     "FAMILIES",
     "FAMILY_OPTIONS",
