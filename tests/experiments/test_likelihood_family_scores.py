@@ -117,6 +117,7 @@ def test_the_gaussian_heads_ll_is_printed_only_where_the_familys_is_a_density(
     assert gaussian[1] == "gaussian" and (gaussian[2] != "—") == printed
 
 
+@pytest.mark.slow  # trains two quick runs (~15 s)
 def test_update_rescores_the_named_tasks_and_keeps_the_rest(tmp_path):
     assert study.main(["--families", "gaussian", "--quick", "--out", str(tmp_path)]) == 0
     (before,) = json.loads((tmp_path / "results.json").read_text())

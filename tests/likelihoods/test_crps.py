@@ -79,7 +79,14 @@ def test_bernoulli_crps_is_the_brier_score():
 
 @pytest.mark.parametrize(
     "key",
-    ["poisson", "poisson-lognormal", "negative-binomial", "beta-spikes", "bernoulli-gamma"],
+    [
+        "poisson",
+        # its cdf is a quadrature: 100,001 points of it take ~30 s
+        pytest.param("poisson-lognormal", marks=pytest.mark.slow),
+        "negative-binomial",
+        "beta-spikes",
+        "bernoulli-gamma",
+    ],
 )
 def test_sample_crps_estimates_the_integral(key):
     torch.manual_seed(5)
