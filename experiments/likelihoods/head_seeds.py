@@ -136,6 +136,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=Path, default=ROOT / "runs" / "likelihoods" / "seeds")
     parser.add_argument("--quick", action="store_true", help="a smoke run (tests); needs --out")
     args = parser.parse_args(argv)
+    if args.task == "gaussian":
+        parser.error("--task gaussian: its head is the Gaussian control; name another task")
     if args.quick and args.out is None:
         parser.error("--quick writes nothing to be read as a result: give --out (a tmp folder)")
     out = args.out or ROOT / "results" / "likelihoods" / "head-seeds" / args.task

@@ -48,3 +48,9 @@ def test_saved_scores_are_rounded_to_seven_significant_digits_and_keep_their_sha
 
     saved = rounded({"crps": [0.0912345678912, 12345.678912], "n": 3, "name": "beta", "t": (1.0,)})
     assert saved == {"crps": [0.09123457, 12345.68], "n": 3, "name": "beta", "t": [1.0]}
+
+
+def test_the_gaussian_task_is_refused_in_one_line(capsys):
+    with pytest.raises(SystemExit):
+        study.main(["--task", "gaussian", "--out", "/tmp/never-written"])
+    assert "its head is the Gaussian control" in capsys.readouterr().err
