@@ -10,7 +10,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.distributions import Beta, Categorical, Distribution, constraints
 
-from .numerics import Scored, betainc, positive
+from .numerics import Scored, betainc, log_beta, positive
 
 MEAN_MARGIN = 1e-6  # keeps both Beta parameters > 0 where the sigmoid saturates
 _NO_SHAPE = torch.Size()
@@ -35,7 +35,7 @@ class BetaPrediction(Scored, Beta):
         inside = y64.clamp(0, 1)  # the cdfs are 0 below the support and 1 above it
         mu = a / (a + b)
         to_y = y64 * (2 * betainc(a, b, inside) - 1) + mu * (1 - 2 * betainc(a + 1, b, inside))
-        half_spread = 2 * torch.exp(_log_beta(2 * a, 2 * b) - 2 * _log_beta(a, b)) / (a + b)
+        half_spread = 2 * torch.exp(log_beta(2 * a, 2 * b) - 2 * log_beta(a, b)) / (a + b)
         return (to_y - half_spread).to(self.mean.dtype)
 
     def _bracket(self):  # in logit(y)
@@ -44,11 +44,6 @@ class BetaPrediction(Scored, Beta):
 
     def _to_x(self, t: torch.Tensor) -> torch.Tensor:
         return torch.sigmoid(t)
-
-
-def _log_beta(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """``log B(a, b)``."""
-    return torch.lgamma(a) + torch.lgamma(b) - torch.lgamma(a + b)
 
 
 class SpikeBeta(Scored, Distribution):

@@ -40,6 +40,11 @@ def positive(raw: torch.Tensor, floor: float = 1e-6) -> torch.Tensor:
     return F.softplus(raw) + floor
 
 
+def log_beta(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """``log B(a, b) = lgamma(a) + lgamma(b) - lgamma(a + b)`` (broadcast)."""
+    return torch.lgamma(a) + torch.lgamma(b) - torch.lgamma(a + b)
+
+
 def betainc(a: torch.Tensor, b: torch.Tensor, x: torch.Tensor, steps: int = 300) -> torch.Tensor:
     """The regularised incomplete beta function ``I_x(a, b)`` (broadcast; float64 inside) by
     its continued fraction (Lentz's method, Numerical Recipes §6.4), on the side of
@@ -51,7 +56,7 @@ def betainc(a: torch.Tensor, b: torch.Tensor, x: torch.Tensor, steps: int = 300)
     a, b, x = torch.where(flip, b, a), torch.where(flip, a, b), torch.where(flip, 1 - x, x)
     xc = x.clamp(_TINY, 1.0)
     log_front = a * xc.log() + b * torch.log1p(-xc.clamp_max(1 - 1e-16))
-    log_front = log_front - (torch.lgamma(a) + torch.lgamma(b) - torch.lgamma(a + b)) - a.log()
+    log_front = log_front - log_beta(a, b) - a.log()
     value = log_front.exp() * _beta_fraction(a, b, xc, steps)
     value = torch.where(flip, 1 - value, value)
     value = torch.where(x <= 0, torch.where(flip, 1.0, 0.0).double(), value)

@@ -14,7 +14,7 @@ from torch import nn
 from torch.distributions import StudentT
 
 from ..input_checks import check_option
-from .numerics import Scored, betainc, positive
+from .numerics import Scored, betainc, log_beta, positive
 
 DF_OPTIONS = ("per-target", "shared")
 MIN_DF = 2.0
@@ -45,9 +45,6 @@ class StudentTPrediction(Scored, StudentT):
         z = (y.double() - loc) / scale
         unit = StudentT(df, validate_args=False)
         pdf = unit.log_prob(z).exp()
-
-        def log_beta(a, b):
-            return torch.lgamma(a) + torch.lgamma(b) - torch.lgamma(a + b)
 
         half = torch.full_like(df, 0.5)
         last = (
